@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "nereus/base/file_system.h"
+
+namespace nereus {
+namespace {
+
+class PosixFileSystem : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "nereus-posix-XXXXXX").string();
+        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    std::string dir_;
+};
+
+bytes_view as_bytes(const std::string& s) {
+    return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+TEST_F(PosixFileSystem, WritevReadSyncTruncate) {
+    auto fs = posix_file_system();
+    const auto path = path_join(dir_, "f");
+    auto f = fs->open(path, open_mode::create_exclusive);
+    ASSERT_TRUE(f);
+    const std::string a = "hello ";
+    const std::string b = "world";
+    const bytes_view parts[] = {as_bytes(a), as_bytes(""), as_bytes(b)};
+    ASSERT_TRUE((*f)->writev_at(0, parts));
+    ASSERT_TRUE((*f)->sync());
+    ASSERT_TRUE(fs->sync_dir(dir_));
+    EXPECT_EQ(*(*f)->size(), 11U);
+    std::string out(20, '\0');
+    auto n = (*f)->read_at(0, {reinterpret_cast<std::byte*>(out.data()), out.size()});
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, 11U);
+    EXPECT_EQ(out.substr(0, 11), "hello world");
+    ASSERT_TRUE((*f)->truncate(5));
+    EXPECT_EQ(*fs->file_size(path), 5U);
+    EXPECT_EQ(fs->open(path, open_mode::create_exclusive).error(), std::errc::file_exists);
+}
+
+TEST_F(PosixFileSystem, DirectoriesAndRenames) {
+    auto fs = posix_file_system();
+    const auto sub = path_join(dir_, "a/b/c");
+    ASSERT_TRUE(fs->create_dirs(sub));
+    EXPECT_TRUE(*fs->is_dir(sub));
+    ASSERT_TRUE(fs->open(path_join(sub, "x"), open_mode::create));
+    ASSERT_TRUE(fs->open(path_join(sub, "y"), open_mode::create));
+    EXPECT_EQ(fs->rename_noreplace(path_join(sub, "x"), path_join(sub, "y")).error(),
+              std::errc::file_exists);
+    ASSERT_TRUE(fs->rename(path_join(sub, "x"), path_join(sub, "z")));
+    auto names = fs->list_dir(sub);
+    ASSERT_TRUE(names);
+    EXPECT_EQ(*names, (std::vector<std::string>{"y", "z"}));
+    ASSERT_TRUE(fs->remove(path_join(sub, "y")));
+    ASSERT_TRUE(fs->remove(path_join(sub, "z")));
+    ASSERT_TRUE(fs->remove_dir(sub));
+    EXPECT_FALSE(*fs->exists(sub));
+    EXPECT_EQ(fs->open(path_join(dir_, "missing"), open_mode::read_only).error(),
+              std::errc::no_such_file_or_directory);
+}
+
+TEST(PathUtil, JoinAndParent) {
+    EXPECT_EQ(path_join("a", "b"), "a/b");
+    EXPECT_EQ(path_join("a/", "b"), "a/b");
+    EXPECT_EQ(path_parent("a/b/c"), "a/b");
+    EXPECT_EQ(path_parent("c"), ".");
+    EXPECT_EQ(path_parent("/c"), "/");
+}
+
+}  // namespace
+}  // namespace nereus
