@@ -1,9 +1,8 @@
 // CRC32C throughput: hardware (SSE4.2) against the portable table, same run.
-#include <benchmark/benchmark.h>
-
-#include <vector>
-
 #include "nereus/base/crc32c.h"
+
+#include <benchmark/benchmark.h>
+#include <vector>
 
 static void BM_Crc32cHardware(benchmark::State& state) {
     std::vector<unsigned char> buf(static_cast<std::size_t>(state.range(0)), 0x5a);

@@ -96,6 +96,8 @@ std::uint32_t extend(std::uint32_t crc, const void* data, std::size_t n) {
     return kExtend(crc, data, n);
 }
 
-bool hardware_accelerated() { return kExtend != &extend_portable; }
+bool hardware_accelerated() {
+    return kExtend != &extend_portable;
+}
 
 }  // namespace nereus::crc32c

@@ -18,8 +18,12 @@ std::uint32_t extend(std::uint32_t crc, const void* data, std::size_t n);
 inline std::uint32_t extend(std::uint32_t crc, std::span<const std::byte> data) {
     return extend(crc, data.data(), data.size());
 }
-inline std::uint32_t value(const void* data, std::size_t n) { return extend(0, data, n); }
-inline std::uint32_t value(std::span<const std::byte> data) { return extend(0, data); }
+inline std::uint32_t value(const void* data, std::size_t n) {
+    return extend(0, data, n);
+}
+inline std::uint32_t value(std::span<const std::byte> data) {
+    return extend(0, data);
+}
 
 // The portable implementation, exposed so tests can compare it with the hardware one.
 std::uint32_t extend_portable(std::uint32_t crc, const void* data, std::size_t n);

@@ -61,7 +61,9 @@ std::vector<std::string> split_path(const std::string& path) {
     return parts;
 }
 
-tl::unexpected<std::error_code> sys(std::errc e) { return error(std::make_error_code(e)); }
+tl::unexpected<std::error_code> sys(std::errc e) {
+    return error(std::make_error_code(e));
+}
 
 }  // namespace
 
@@ -493,11 +495,11 @@ std::uint64_t fault_file_system::used_bytes() const {
     return s_->used();
 }
 
-#define NEREUS_FAULT_FS_CHECK()                 \
-    do {                                        \
-        if (s_->is_crashed) {                   \
-            return sys(std::errc::io_error);    \
-        }                                       \
+#define NEREUS_FAULT_FS_CHECK()              \
+    do {                                     \
+        if (s_->is_crashed) {                \
+            return sys(std::errc::io_error); \
+        }                                    \
     } while (false)
 
 result<std::unique_ptr<file>> fault_file_system::open(const std::string& path, open_mode mode) {

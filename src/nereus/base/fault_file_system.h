@@ -28,6 +28,8 @@
 // Thread-safety: thread-safe (one mutex). Paths are normalised; relative and absolute paths
 // name the same tree.
 
+#include "nereus/base/file_system.h"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -36,8 +38,6 @@
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include "nereus/base/file_system.h"
 
 namespace nereus {
 
@@ -66,8 +66,8 @@ public:
     [[nodiscard]] std::uint64_t sync_count() const;      // successful file syncs
     [[nodiscard]] std::uint64_t dir_sync_count() const;  // successful directory syncs
     [[nodiscard]] std::uint64_t bytes_written() const;
-    [[nodiscard]] std::size_t open_files() const;        // live handles
-    [[nodiscard]] std::uint64_t used_bytes() const;      // total size of all files now
+    [[nodiscard]] std::size_t open_files() const;    // live handles
+    [[nodiscard]] std::uint64_t used_bytes() const;  // total size of all files now
 
     // --- file_system ---
     result<std::unique_ptr<file>> open(const std::string& path, open_mode mode) override;

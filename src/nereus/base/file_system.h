@@ -14,6 +14,8 @@
 // Thread-safety: implementations are thread-safe; a `file` may be used from several threads
 // for positional reads and writes to disjoint ranges.
 
+#include "nereus/base/result.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,17 +23,15 @@
 #include <string>
 #include <vector>
 
-#include "nereus/base/result.h"
-
 namespace nereus {
 
 using bytes_view = std::span<const std::byte>;
 
 enum class open_mode {
-    read_only,       // must exist
-    read_write,      // must exist
-    create,          // created (empty) if missing, opened read-write otherwise
-    create_exclusive // must not exist (EEXIST otherwise)
+    read_only,        // must exist
+    read_write,       // must exist
+    create,           // created (empty) if missing, opened read-write otherwise
+    create_exclusive  // must not exist (EEXIST otherwise)
 };
 
 class file {

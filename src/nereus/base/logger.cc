@@ -1,9 +1,9 @@
 #include "nereus/base/logger.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+
 #include <cstdlib>
 #include <mutex>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
 
 namespace nereus {
 

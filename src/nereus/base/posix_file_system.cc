@@ -1,22 +1,23 @@
 // The real file system behind the seam of file_system.h.
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
+#include "nereus/base/file_system.h"
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
-
-#include "nereus/base/file_system.h"
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 namespace nereus {
 namespace {
 
-result<void> ok() { return {}; }
+result<void> ok() {
+    return {};
+}
 
 class posix_file final : public file {
 public:

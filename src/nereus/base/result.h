@@ -6,9 +6,9 @@
 // so codes from different modules stay distinguishable and printable. System errors from the
 // file-system seam are std::error_code(errno, std::system_category()).
 
-#include <system_error>
-
 #include <tl/expected.hpp>
+
+#include <system_error>
 
 namespace nereus {
 
@@ -17,7 +17,7 @@ using result = tl::expected<T, std::error_code>;
 
 // Builds the error side of a result: `return nereus::error(errc::checksum_mismatch);`
 template <class E>
-    requires std::is_error_code_enum_v<E>
+requires std::is_error_code_enum_v<E>
 inline tl::unexpected<std::error_code> error(E e) {
     return tl::unexpected<std::error_code>(make_error_code(e));
 }
@@ -35,15 +35,15 @@ inline tl::unexpected<std::error_code> errno_error(int err) {
 }  // namespace nereus
 
 // Propagates an error from an expression yielding a result<T>. The `CO_` form is for coroutines.
-#define NEREUS_TRY(expr)                                          \
-    do {                                                          \
-        if (auto nereus_try_r_ = (expr); !nereus_try_r_) {        \
-            return ::nereus::error(nereus_try_r_.error());        \
-        }                                                         \
+#define NEREUS_TRY(expr)                                   \
+    do {                                                   \
+        if (auto nereus_try_r_ = (expr); !nereus_try_r_) { \
+            return ::nereus::error(nereus_try_r_.error()); \
+        }                                                  \
     } while (false)
-#define NEREUS_CO_TRY(expr)                                       \
-    do {                                                          \
-        if (auto nereus_try_r_ = (expr); !nereus_try_r_) {        \
-            co_return ::nereus::error(nereus_try_r_.error());     \
-        }                                                         \
+#define NEREUS_CO_TRY(expr)                                   \
+    do {                                                      \
+        if (auto nereus_try_r_ = (expr); !nereus_try_r_) {    \
+            co_return ::nereus::error(nereus_try_r_.error()); \
+        }                                                     \
     } while (false)

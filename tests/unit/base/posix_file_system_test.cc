@@ -1,10 +1,10 @@
+#include "nereus/base/file_system.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-
-#include "nereus/base/file_system.h"
 
 namespace nereus {
 namespace {
@@ -12,7 +12,8 @@ namespace {
 class PosixFileSystem : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "nereus-posix-XXXXXX").string();
+        std::string tmpl =
+            (std::filesystem::temp_directory_path() / "nereus-posix-XXXXXX").string();
         ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
         dir_ = tmpl;
     }

@@ -17,10 +17,10 @@
 namespace nereus::objects::testing {
 namespace {
 
-class objects_corruption_test : public objects_store_test {
+class ObjectStoreCorruption : public ObjectStore {
 protected:
     void SetUp() override {
-        objects_store_test::SetUp();
+        ObjectStore::SetUp();
         ASSERT_EQ(store_->put_if_absent("victim/1", payload_).value(), put_outcome::created);
         ASSERT_EQ(store_->put_if_absent("healthy", to_bytes("fine")).value(), put_outcome::created);
         file_ = read_file(object_path("victim/1"));
@@ -63,7 +63,7 @@ protected:
     std::vector<std::byte> file_;
 };
 
-TEST_P(objects_corruption_test, CleanStoreVerifies) {
+TEST_P(ObjectStoreCorruption, CleanStoreVerifies) {
     auto report = verify(*fs_, dir_);
     ASSERT_TRUE(report);
     EXPECT_TRUE(report->ok());
@@ -73,7 +73,7 @@ TEST_P(objects_corruption_test, CleanStoreVerifies) {
     EXPECT_TRUE(report->leftover_temp_files.empty());
 }
 
-TEST_P(objects_corruption_test, EveryFlippedPayloadByteIsDetected) {
+TEST_P(ObjectStoreCorruption, EveryFlippedPayloadByteIsDetected) {
     const std::size_t first = file_.size() - payload_.size();
     for (std::size_t i = first; i < file_.size(); i += 37) {
         auto bad = file_;
@@ -89,7 +89,7 @@ TEST_P(objects_corruption_test, EveryFlippedPayloadByteIsDetected) {
     expect_corrupt(corruption_reason::payload_checksum_mismatch);
 }
 
-TEST_P(objects_corruption_test, EveryFlippedHeaderOrNameByteIsDetected) {
+TEST_P(ObjectStoreCorruption, EveryFlippedHeaderOrNameByteIsDetected) {
     const std::size_t header_and_name = file_.size() - payload_.size();
     for (std::size_t i = 0; i < header_and_name; ++i) {
         auto bad = file_;
@@ -105,40 +105,40 @@ TEST_P(objects_corruption_test, EveryFlippedHeaderOrNameByteIsDetected) {
     expect_corrupt(corruption_reason::header_checksum_mismatch);
 }
 
-TEST_P(objects_corruption_test, WrongMagic) {
+TEST_P(ObjectStoreCorruption, WrongMagic) {
     auto bad = file_;
     bad[0] = std::byte{'X'};
     damage(bad);
     expect_corrupt(corruption_reason::bad_magic);
 }
 
-TEST_P(objects_corruption_test, TruncatedInsideThePayload) {
+TEST_P(ObjectStoreCorruption, TruncatedInsideThePayload) {
     auto bad = file_;
     bad.resize(bad.size() - 1);
     damage(bad);
     expect_corrupt(corruption_reason::truncated);
 }
 
-TEST_P(objects_corruption_test, TruncatedInsideTheHeader) {
+TEST_P(ObjectStoreCorruption, TruncatedInsideTheHeader) {
     auto bad = file_;
     bad.resize(10);
     damage(bad);
     expect_corrupt(corruption_reason::truncated);
 }
 
-TEST_P(objects_corruption_test, TruncatedInsideTheName) {
+TEST_P(ObjectStoreCorruption, TruncatedInsideTheName) {
     auto bad = file_;
     bad.resize(object_header_size + 3);
     damage(bad);
     expect_corrupt(corruption_reason::truncated);
 }
 
-TEST_P(objects_corruption_test, EmptyFile) {
+TEST_P(ObjectStoreCorruption, EmptyFile) {
     damage({});
     expect_corrupt(corruption_reason::truncated);
 }
 
-TEST_P(objects_corruption_test, EveryTruncationIsDetected) {
+TEST_P(ObjectStoreCorruption, EveryTruncationIsDetected) {
     for (std::size_t size = 0; size < file_.size(); ++size) {
         damage(std::vector<std::byte>(file_.begin(), file_.begin() + static_cast<long>(size)));
         auto got = store_->get("victim/1");
@@ -147,25 +147,25 @@ TEST_P(objects_corruption_test, EveryTruncationIsDetected) {
     }
 }
 
-TEST_P(objects_corruption_test, TrailingBytes) {
+TEST_P(ObjectStoreCorruption, TrailingBytes) {
     auto bad = file_;
     bad.push_back(std::byte{0});
     damage(bad);
     expect_corrupt(corruption_reason::trailing_bytes);
 }
 
-TEST_P(objects_corruption_test, ZeroFilledFile) {
+TEST_P(ObjectStoreCorruption, ZeroFilledFile) {
     damage(std::vector<std::byte>(file_.size(), std::byte{0}));
     expect_corrupt(corruption_reason::bad_magic);
 }
 
-TEST_P(objects_corruption_test, ObjectUnderTheWrongName) {
+TEST_P(ObjectStoreCorruption, ObjectUnderTheWrongName) {
     // A valid file of another object copied over this one's name.
     damage(read_file(object_path("healthy")));
     expect_corrupt(corruption_reason::name_mismatch);
 }
 
-TEST_P(objects_corruption_test, NewerFormatVersionIsUnsupportedNotSilentlyRead) {
+TEST_P(ObjectStoreCorruption, NewerFormatVersionIsUnsupportedNotSilentlyRead) {
     auto bad = file_;
     bad[4] = std::byte{2};  // format_version 2, with a recomputed (valid) header checksum
     const auto crc = object_header_crc(
@@ -179,7 +179,7 @@ TEST_P(objects_corruption_test, NewerFormatVersionIsUnsupportedNotSilentlyRead) 
     expect_corrupt(corruption_reason::unsupported_version, errc::unsupported_version);
 }
 
-TEST_P(objects_corruption_test, StrayEntriesAreReportedAndNotListed) {
+TEST_P(ObjectStoreCorruption, StrayEntriesAreReportedAndNotListed) {
     write_file(path_join(objects_dir(), "not a name"), to_bytes("junk"));
     ASSERT_TRUE(fs_->create_dir(path_join(objects_dir(), "subdir")));
     write_file(path_join(temp_dir_path(), "abc.tmp"), to_bytes("half"));
@@ -203,11 +203,11 @@ TEST_P(objects_corruption_test, StrayEntriesAreReportedAndNotListed) {
     ASSERT_TRUE(fs_->remove_dir(path_join(objects_dir(), "subdir")));
 }
 
-TEST_P(objects_corruption_test, VerifyOfAMissingStoreIsAnError) {
+TEST_P(ObjectStoreCorruption, VerifyOfAMissingStoreIsAnError) {
     EXPECT_FALSE(verify(*fs_, path_join(root_->path(), "nothing-here")));
 }
 
-TEST_P(objects_corruption_test, ErrorMessagesAreReadable) {
+TEST_P(ObjectStoreCorruption, ErrorMessagesAreReadable) {
     EXPECT_EQ(make_error_code(errc::corrupt_object).message(), "object is corrupt");
     EXPECT_STREQ(make_error_code(errc::not_found).category().name(), "nereus.objects");
     EXPECT_STREQ(to_string(corruption_reason::payload_checksum_mismatch),
@@ -216,7 +216,7 @@ TEST_P(objects_corruption_test, ErrorMessagesAreReadable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(backends,
-                         objects_corruption_test,
+                         ObjectStoreCorruption,
                          ::testing::Values(backend::posix, backend::memory),
                          backend_name);
 

@@ -60,7 +60,7 @@ void expect_clean(file_system& fs) {
     EXPECT_TRUE(report->leftover_temp_files.empty());
 }
 
-class objects_fault_test : public ::testing::Test {
+class ObjectStoreFaults : public ::testing::Test {
 protected:
     void SetUp() override {
         store_ = open_on(fs_);
@@ -103,7 +103,7 @@ protected:
     const std::vector<std::byte> payload_ = pattern(700, 8);
 };
 
-TEST_F(objects_fault_test, PutSyncsTheFileAndTheDirectoryOnce) {
+TEST_F(ObjectStoreFaults, PutSyncsTheFileAndTheDirectoryOnce) {
     const auto syncs = fs_->sync_count();
     const auto dir_syncs = fs_->dir_sync_count();
     ASSERT_EQ(store_->put_if_absent("x", payload_).value(), put_outcome::created);
@@ -112,7 +112,7 @@ TEST_F(objects_fault_test, PutSyncsTheFileAndTheDirectoryOnce) {
     EXPECT_EQ(fs_->open_files(), 0U);
 }
 
-TEST_F(objects_fault_test, PowerLossAfterPutKeepsTheObjectIntact) {
+TEST_F(ObjectStoreFaults, PowerLossAfterPutKeepsTheObjectIntact) {
     ASSERT_EQ(store_->put_if_absent("cursor/c1/5", payload_).value(), put_outcome::created);
     restart_and_reopen(restart::power_loss);
     auto got = store_->get("cursor/c1/5");
@@ -122,7 +122,7 @@ TEST_F(objects_fault_test, PowerLossAfterPutKeepsTheObjectIntact) {
     expect_clean(*fs_);
 }
 
-TEST_F(objects_fault_test, TornPowerLossAfterPutKeepsTheObjectIntact) {
+TEST_F(ObjectStoreFaults, TornPowerLossAfterPutKeepsTheObjectIntact) {
     for (std::uint64_t seed = 0; seed < 32; ++seed) {
         const auto name = fmt::format("n{}", seed);
         ASSERT_EQ(store_->put_if_absent(name, payload_).value(), put_outcome::created);
@@ -136,7 +136,7 @@ TEST_F(objects_fault_test, TornPowerLossAfterPutKeepsTheObjectIntact) {
     expect_clean(*fs_);
 }
 
-TEST_F(objects_fault_test, EioOnFileSyncFailsThePutAndLeavesNothing) {
+TEST_F(ObjectStoreFaults, EioOnFileSyncFailsThePutAndLeavesNothing) {
     fs_->fail_syncs(std::string(temp_suffix));
     auto put = store_->put_if_absent("x", payload_);
     ASSERT_FALSE(put);
@@ -146,7 +146,7 @@ TEST_F(objects_fault_test, EioOnFileSyncFailsThePutAndLeavesNothing) {
     expect_failed_put_leaves_nothing("x");
 }
 
-TEST_F(objects_fault_test, EioOnDirectorySyncFailsThePutAndLeavesNothing) {
+TEST_F(ObjectStoreFaults, EioOnDirectorySyncFailsThePutAndLeavesNothing) {
     fs_->fail_syncs(std::string(store_dir) + "/objects");
     auto put = store_->put_if_absent("x", payload_);
     ASSERT_FALSE(put);
@@ -154,7 +154,7 @@ TEST_F(objects_fault_test, EioOnDirectorySyncFailsThePutAndLeavesNothing) {
     expect_failed_put_leaves_nothing("x");
 }
 
-TEST_F(objects_fault_test, EnospcFailsThePutAndLeavesNothing) {
+TEST_F(ObjectStoreFaults, EnospcFailsThePutAndLeavesNothing) {
     fs_->set_space_limit(fs_->used_bytes() + payload_.size() / 2);
     auto put = store_->put_if_absent("x", payload_);
     ASSERT_FALSE(put);
@@ -167,7 +167,7 @@ TEST_F(objects_fault_test, EnospcFailsThePutAndLeavesNothing) {
     EXPECT_EQ(store_->get("small").value().bytes, pattern(10));
 }
 
-TEST_F(objects_fault_test, ShortWriteFailsThePutAndLeavesNothing) {
+TEST_F(ObjectStoreFaults, ShortWriteFailsThePutAndLeavesNothing) {
     for (const std::uint64_t keep :
          {std::uint64_t{0}, std::uint64_t{5}, std::uint64_t{40}, std::uint64_t{500}}) {
         const auto name = fmt::format("short/{}", keep);
@@ -179,7 +179,7 @@ TEST_F(objects_fault_test, ShortWriteFailsThePutAndLeavesNothing) {
     }
 }
 
-TEST_F(objects_fault_test, PowerLossAfterRemoveKeepsTheObjectAbsent) {
+TEST_F(ObjectStoreFaults, PowerLossAfterRemoveKeepsTheObjectAbsent) {
     ASSERT_EQ(store_->put_if_absent("gone", payload_).value(), put_outcome::created);
     ASSERT_TRUE(store_->remove("gone"));
     restart_and_reopen(restart::power_loss);
@@ -188,7 +188,7 @@ TEST_F(objects_fault_test, PowerLossAfterRemoveKeepsTheObjectAbsent) {
     expect_clean(*fs_);
 }
 
-TEST_F(objects_fault_test, EioOnDirectorySyncFailsTheRemove) {
+TEST_F(ObjectStoreFaults, EioOnDirectorySyncFailsTheRemove) {
     ASSERT_EQ(store_->put_if_absent("gone", payload_).value(), put_outcome::created);
     fs_->fail_syncs(std::string(store_dir) + "/objects");
     EXPECT_FALSE(store_->remove("gone"));
@@ -201,7 +201,7 @@ TEST_F(objects_fault_test, EioOnDirectorySyncFailsTheRemove) {
 // A process died between its rename and its directory sync, so the page cache shows an
 // object the disk may not have. The next open() syncs the directory: everything a reopened
 // store shows is durable, and "already exists" answers are durable too.
-TEST_F(objects_fault_test, ObjectsVisibleAfterRecoveryAreDurable) {
+TEST_F(ObjectStoreFaults, ObjectsVisibleAfterRecoveryAreDurable) {
     auto crash_fs = std::make_shared<crash_point_file_system>(fs_);
     store_ = open_on(crash_fs);
     ASSERT_NE(store_, nullptr);
@@ -220,7 +220,7 @@ TEST_F(objects_fault_test, ObjectsVisibleAfterRecoveryAreDurable) {
 
 // The same within one process: a concurrent put has renamed its object into place but not
 // yet synced the directory; a put that finds it must not report it durable before it is.
-TEST_F(objects_fault_test, AlreadyExistsSameFromAConcurrentPutIsDurable) {
+TEST_F(ObjectStoreFaults, AlreadyExistsSameFromAConcurrentPutIsDurable) {
     const std::string temp = std::string(store_dir) + "/tmp/concurrent.tmp";
     {
         auto f = fs_->open(temp, open_mode::create_exclusive);
@@ -235,7 +235,7 @@ TEST_F(objects_fault_test, AlreadyExistsSameFromAConcurrentPutIsDurable) {
 
 // Crash after N bytes of the put's writes, for every N from 0 to the object file's size,
 // then lose power (plain and torn) or crash the process, and reopen.
-TEST_F(objects_fault_test, CrashAtEveryByteOfAPutLeavesAbsentOrIntact) {
+TEST_F(ObjectStoreFaults, CrashAtEveryByteOfAPutLeavesAbsentOrIntact) {
     const std::string name = "cursor/orders/c1/42";
     const auto file_size = object_header_size + name.size() + payload_.size();
     int present = 0;
@@ -271,7 +271,7 @@ TEST_F(objects_fault_test, CrashAtEveryByteOfAPutLeavesAbsentOrIntact) {
 
 // Crash right after each file-system step of a put (create temp, write, sync, rename,
 // directory sync), then restart three ways. A put that returned `created` must survive.
-TEST_F(objects_fault_test, CrashAfterEveryStepOfAPutLeavesAbsentOrIntact) {
+TEST_F(ObjectStoreFaults, CrashAfterEveryStepOfAPutLeavesAbsentOrIntact) {
     const std::string name = "snap/1";
     std::uint64_t steps = 0;
     {
@@ -317,7 +317,7 @@ TEST_F(objects_fault_test, CrashAfterEveryStepOfAPutLeavesAbsentOrIntact) {
 
 // The same for remove: a confirmed remove stays removed; an interrupted one leaves the
 // object absent or intact.
-TEST_F(objects_fault_test, CrashAfterEveryStepOfARemoveLeavesAbsentOrIntact) {
+TEST_F(ObjectStoreFaults, CrashAfterEveryStepOfARemoveLeavesAbsentOrIntact) {
     for (std::uint64_t k = 0; k <= 2; ++k) {
         for (int mode = 0; mode < 3; ++mode) {
             SCOPED_TRACE(fmt::format("crash after step {}, mode {}", k, mode));
@@ -349,7 +349,7 @@ TEST_F(objects_fault_test, CrashAfterEveryStepOfARemoveLeavesAbsentOrIntact) {
     }
 }
 
-TEST_F(objects_fault_test, LeftoverTempFileOfACrashedPutIsDeletedOnOpen) {
+TEST_F(ObjectStoreFaults, LeftoverTempFileOfACrashedPutIsDeletedOnOpen) {
     fs_->crash_after_bytes(50);
     ASSERT_FALSE(store_->put_if_absent("x", payload_));
     store_.reset();
@@ -365,7 +365,7 @@ TEST_F(objects_fault_test, LeftoverTempFileOfACrashedPutIsDeletedOnOpen) {
     EXPECT_TRUE(fs_->list_dir(std::string(store_dir) + "/tmp").value().empty());
 }
 
-TEST_F(objects_fault_test, OpenOfANewStoreIsDurable) {
+TEST_F(ObjectStoreFaults, OpenOfANewStoreIsDurable) {
     // The layout created by open() survives a power loss with nothing else synced.
     auto fs = std::make_shared<fault_file_system>();
     ASSERT_NE(open_on(fs), nullptr);
@@ -374,7 +374,7 @@ TEST_F(objects_fault_test, OpenOfANewStoreIsDurable) {
     EXPECT_TRUE(fs->is_dir(std::string(store_dir) + "/tmp").value());
 }
 
-TEST_F(objects_fault_test, ErrorsDuringReadAreIoErrorsNotCorruption) {
+TEST_F(ObjectStoreFaults, ErrorsDuringReadAreIoErrorsNotCorruption) {
     ASSERT_EQ(store_->put_if_absent("x", payload_).value(), put_outcome::created);
     fs_->crash_now();
     auto got = store_->get("x");

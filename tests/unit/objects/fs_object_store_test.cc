@@ -21,7 +21,7 @@ namespace {
 
 using names = std::vector<std::string>;
 
-TEST_P(objects_store_test, RoundTrip) {
+TEST_P(ObjectStore, RoundTrip) {
     const auto bytes = to_bytes("snapshot of cursor c1 at version 7");
     auto put = store_->put_if_absent("cursor/orders/c1/7", bytes);
     ASSERT_TRUE(put) << put.error().message();
@@ -33,7 +33,7 @@ TEST_P(objects_store_test, RoundTrip) {
     EXPECT_EQ(got->checksum, crc32c::value(bytes));
 }
 
-TEST_P(objects_store_test, RoundTripEmptyAndLargeObjects) {
+TEST_P(ObjectStore, RoundTripEmptyAndLargeObjects) {
     const std::vector<std::byte> empty;
     const auto large = pattern(3 << 20);
     ASSERT_EQ(store_->put_if_absent("empty", empty).value(), put_outcome::created);
@@ -48,7 +48,7 @@ TEST_P(objects_store_test, RoundTripEmptyAndLargeObjects) {
     EXPECT_EQ(l->bytes, large);
 }
 
-TEST_P(objects_store_test, ObjectsSurviveReopen) {
+TEST_P(ObjectStore, ObjectsSurviveReopen) {
     ASSERT_EQ(store_->put_if_absent("a/b", to_bytes("one")).value(), put_outcome::created);
     ASSERT_EQ(store_->put_if_absent("c", to_bytes("two")).value(), put_outcome::created);
     store_ = open_store();
@@ -59,7 +59,7 @@ TEST_P(objects_store_test, ObjectsSurviveReopen) {
     EXPECT_EQ(store_->temp_files_removed_on_open(), 0U);
 }
 
-TEST_P(objects_store_test, PutIfAbsentSameContent) {
+TEST_P(ObjectStore, PutIfAbsentSameContent) {
     ASSERT_EQ(store_->put_if_absent("x", to_bytes("payload")).value(), put_outcome::created);
     auto again = store_->put_if_absent("x", to_bytes("payload"));
     ASSERT_TRUE(again);
@@ -67,7 +67,7 @@ TEST_P(objects_store_test, PutIfAbsentSameContent) {
     EXPECT_EQ(to_string(store_->get("x").value().bytes), "payload");
 }
 
-TEST_P(objects_store_test, PutIfAbsentDifferentContentNeverChangesTheObject) {
+TEST_P(ObjectStore, PutIfAbsentDifferentContentNeverChangesTheObject) {
     ASSERT_EQ(store_->put_if_absent("x", to_bytes("payload")).value(), put_outcome::created);
     for (const auto* other : {"PAYLOAD", "payloa", "payload!", ""}) {
         auto put = store_->put_if_absent("x", to_bytes(other));
@@ -79,13 +79,13 @@ TEST_P(objects_store_test, PutIfAbsentDifferentContentNeverChangesTheObject) {
     EXPECT_TRUE(fs_->list_dir(temp_dir_path()).value().empty());
 }
 
-TEST_P(objects_store_test, GetMissingIsNotFound) {
+TEST_P(ObjectStore, GetMissingIsNotFound) {
     auto got = store_->get("missing");
     ASSERT_FALSE(got);
     EXPECT_EQ(got.error(), errc::not_found);
 }
 
-TEST_P(objects_store_test, ListIsSortedByNameAndFiltersByBytePrefix) {
+TEST_P(ObjectStore, ListIsSortedByNameAndFiltersByBytePrefix) {
     // '/' escapes to '+', which sorts differently on disk: the listing must still be sorted
     // by logical name, and '-' (0x2d) < '.' (0x2e) < '/' (0x2f) < '0' (0x30).
     const names all = {"a",  "a-b", "a.b",        "a/b",         "a/b/c",      "a0",
@@ -116,11 +116,11 @@ TEST_P(objects_store_test, ListIsSortedByNameAndFiltersByBytePrefix) {
     EXPECT_EQ(store_->list("a+b").value(), names{});
 }
 
-TEST_P(objects_store_test, ListOfEmptyStore) {
+TEST_P(ObjectStore, ListOfEmptyStore) {
     EXPECT_EQ(store_->list("").value(), names{});
 }
 
-TEST_P(objects_store_test, RemoveMakesTheNameAbsentAndReusable) {
+TEST_P(ObjectStore, RemoveMakesTheNameAbsentAndReusable) {
     ASSERT_EQ(store_->put_if_absent("gc/old", to_bytes("v1")).value(), put_outcome::created);
     ASSERT_EQ(store_->put_if_absent("gc/keep", to_bytes("k")).value(), put_outcome::created);
     ASSERT_TRUE(store_->remove("gc/old"));
@@ -136,7 +136,7 @@ TEST_P(objects_store_test, RemoveMakesTheNameAbsentAndReusable) {
     EXPECT_EQ(to_string(store_->get("gc/keep").value().bytes), "k");
 }
 
-TEST_P(objects_store_test, InvalidNamesAreRejectedByEveryOperation) {
+TEST_P(ObjectStore, InvalidNamesAreRejectedByEveryOperation) {
     const std::vector<std::string> invalid = {
         "",       "/a",   "a/",
         "a//b",   "/",    "..",
@@ -154,7 +154,7 @@ TEST_P(objects_store_test, InvalidNamesAreRejectedByEveryOperation) {
     EXPECT_TRUE(fs_->list_dir(temp_dir_path()).value().empty());
 }
 
-TEST_P(objects_store_test, BoundaryValidNames) {
+TEST_P(ObjectStore, BoundaryValidNames) {
     const std::vector<std::string> valid = {"a",
                                             "-",
                                             "_",
@@ -176,7 +176,7 @@ TEST_P(objects_store_test, BoundaryValidNames) {
     EXPECT_EQ(listed, sorted);
 }
 
-TEST_P(objects_store_test, OversizedPayloadIsRejectedBeforeAnyWrite) {
+TEST_P(ObjectStore, OversizedPayloadIsRejectedBeforeAnyWrite) {
     // Reserved, never touched address space, so the oversized span costs no memory.
     const std::size_t size = static_cast<std::size_t>(max_object_size) + 1;
     void* region =
@@ -188,7 +188,7 @@ TEST_P(objects_store_test, OversizedPayloadIsRejectedBeforeAnyWrite) {
     ::munmap(region, size);
 }
 
-TEST_P(objects_store_test, LeftoverTempFilesAreDeletedOnOpen) {
+TEST_P(ObjectStore, LeftoverTempFilesAreDeletedOnOpen) {
     ASSERT_EQ(store_->put_if_absent("kept", to_bytes("k")).value(), put_outcome::created);
     store_.reset();
     // Debris of puts that died before their rename: complete-looking, torn and empty files.
@@ -204,19 +204,19 @@ TEST_P(objects_store_test, LeftoverTempFilesAreDeletedOnOpen) {
     EXPECT_EQ(to_string(store_->get("kept").value().bytes), "k");
 }
 
-TEST_P(objects_store_test, OpenCreatesTheLayout) {
+TEST_P(ObjectStore, OpenCreatesTheLayout) {
     EXPECT_TRUE(fs_->is_dir(objects_dir()).value());
     EXPECT_TRUE(fs_->is_dir(temp_dir_path()).value());
     EXPECT_FALSE(fs_object_store::open(fs_, ""));
     EXPECT_FALSE(fs_object_store::open(nullptr, dir_));
 }
 
-TEST_P(objects_store_test, ObjectFileNameEscapesSeparators) {
+TEST_P(ObjectStore, ObjectFileNameEscapesSeparators) {
     ASSERT_EQ(store_->put_if_absent("cursor/t/c", to_bytes("x")).value(), put_outcome::created);
     EXPECT_EQ(fs_->list_dir(objects_dir()).value(), (names{"cursor+t+c"}));
 }
 
-TEST_P(objects_store_test, ConcurrentPutsOfOneNameCreateExactlyOnce) {
+TEST_P(ObjectStore, ConcurrentPutsOfOneNameCreateExactlyOnce) {
     constexpr int threads = 8;
     for (const bool same : {true, false}) {
         const std::string name = same ? "race/same" : "race/different";
@@ -264,7 +264,7 @@ TEST_P(objects_store_test, ConcurrentPutsOfOneNameCreateExactlyOnce) {
     EXPECT_TRUE(fs_->list_dir(temp_dir_path()).value().empty());
 }
 
-TEST_P(objects_store_test, ConcurrentPutsOfDistinctNames) {
+TEST_P(ObjectStore, ConcurrentPutsOfDistinctNames) {
     constexpr int threads = 8;
     constexpr int per_thread = 16;
     std::atomic<int> failures{0};
@@ -293,7 +293,7 @@ TEST_P(objects_store_test, ConcurrentPutsOfDistinctNames) {
 }
 
 INSTANTIATE_TEST_SUITE_P(backends,
-                         objects_store_test,
+                         ObjectStore,
                          ::testing::Values(backend::posix, backend::memory),
                          backend_name);
 

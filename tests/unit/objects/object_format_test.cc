@@ -20,7 +20,7 @@ std::vector<std::uint8_t> as_u8(std::span<const std::byte> b) {
 
 // Pins the version-1 byte layout: a change here is a format change and needs a new version
 // (doc/format/objects.md).
-TEST(objects_format_test, GoldenHeader) {
+TEST(ObjectFormat, GoldenHeader) {
     const std::string_view payload = "123456789";
     const auto payload_crc = crc32c::value(payload.data(), payload.size());
     ASSERT_EQ(payload_crc, 0xe3069283U);  // the CRC32C check value
@@ -38,7 +38,7 @@ TEST(objects_format_test, GoldenHeader) {
     EXPECT_EQ(as_u8(raw), expected);
 }
 
-TEST(objects_format_test, HeaderRoundTrip) {
+TEST(ObjectFormat, HeaderRoundTrip) {
     const auto raw = encode_object_header("name", 123456789012ULL, 0xdeadbeef);
     EXPECT_TRUE(has_object_magic(raw));
     const auto h = decode_object_header(raw);
@@ -51,7 +51,7 @@ TEST(objects_format_test, HeaderRoundTrip) {
     EXPECT_EQ(h.header_crc, object_header_crc(raw, std::as_bytes(std::span(name))));
 }
 
-TEST(objects_format_test, HeaderChecksumCoversTheName) {
+TEST(ObjectFormat, HeaderChecksumCoversTheName) {
     const auto a = encode_object_header("aaaa", 1, 2);
     const auto b = encode_object_header("aaab", 1, 2);
     EXPECT_NE(decode_object_header(a).header_crc, decode_object_header(b).header_crc);

@@ -9,7 +9,7 @@
 namespace nereus::objects {
 namespace {
 
-TEST(objects_name_test, AcceptsTheSafeAlphabet) {
+TEST(ObjectName, AcceptsTheSafeAlphabet) {
     for (const char* n : {"a", "Z", "0", ".", "-", "_"}) {
         // "." alone is a dot component and is rejected below; the others are fine.
         if (std::string(n) == ".") {
@@ -21,7 +21,7 @@ TEST(objects_name_test, AcceptsTheSafeAlphabet) {
     EXPECT_TRUE(validate_object_name(std::string(max_object_name_length, 'x')));
 }
 
-TEST(objects_name_test, RejectsEveryOtherByte) {
+TEST(ObjectName, RejectsEveryOtherByte) {
     for (int c = 0; c < 256; ++c) {
         const char ch = static_cast<char>(c);
         const bool allowed = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
@@ -32,7 +32,7 @@ TEST(objects_name_test, RejectsEveryOtherByte) {
     }
 }
 
-TEST(objects_name_test, RejectsBadShapes) {
+TEST(ObjectName, RejectsBadShapes) {
     for (const char* n : {"", "/", "/a", "a/", "a//b", ".", "..", "./a", "../a", "a/./b", "a/../b",
                           "a/..", "a/."}) {
         auto r = validate_object_name(n);
@@ -44,7 +44,7 @@ TEST(objects_name_test, RejectsBadShapes) {
     EXPECT_TRUE(validate_object_name("a..b/...c/.d"));
 }
 
-TEST(objects_name_test, FileNamesRoundTrip) {
+TEST(ObjectName, FileNamesRoundTrip) {
     for (const char* n : {"a", "a/b", "a/b/c", "x.y-z_1", "..a/b.."}) {
         const auto file = object_file_name(n);
         EXPECT_EQ(file.find('/'), std::string::npos) << n;
@@ -53,7 +53,7 @@ TEST(objects_name_test, FileNamesRoundTrip) {
     EXPECT_EQ(object_file_name("cursor/t/c"), "cursor+t+c");
 }
 
-TEST(objects_name_test, StrayFileNamesMapToNothing) {
+TEST(ObjectName, StrayFileNamesMapToNothing) {
     for (const char* f : {"", "+a", "a+", "a++b", "a/b", "a b", "..", "+..+a", "x.tmp~"}) {
         EXPECT_EQ(object_name_from_file_name(f), std::nullopt) << f;
     }

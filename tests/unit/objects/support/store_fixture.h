@@ -1,7 +1,7 @@
 #pragma once
 
 // Fixtures and helpers for the objects tests. Suite names start with "objects_" so that
-// `ctest -R objects` selects them. objects_store_test runs each test against both file
+// `ctest -R objects` selects them. ObjectStore runs each test against both file
 // systems: the real one (POSIX, in a temp directory) and the in-memory fault_file_system with
 // no faults armed, so the fault tests and the real disk agree on the protocol.
 //
@@ -58,7 +58,7 @@ inline std::string backend_name(const ::testing::TestParamInfo<backend>& info) {
     return info.param == backend::posix ? "Posix" : "Memory";
 }
 
-class objects_store_test : public ::testing::TestWithParam<backend> {
+class ObjectStore : public ::testing::TestWithParam<backend> {
 protected:
     void SetUp() override {
         if (GetParam() == backend::posix) {
