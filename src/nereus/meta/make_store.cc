@@ -1,0 +1,30 @@
+#include "nereus/meta/make_store.h"
+
+#include "nereus/meta/errc.h"
+#include "nereus/meta/logger.h"
+#include "nereus/meta/memory_store.h"
+#include "nereus/meta/rocksdb_store.h"
+
+#include <string>
+
+namespace nereus::meta {
+
+result<std::unique_ptr<store>> make_store(std::string_view url) {
+    constexpr std::string_view memory_scheme = "memory:";
+    constexpr std::string_view rocksdb_scheme = "rocksdb:";
+    if (url == memory_scheme) {
+        return std::unique_ptr<store>(memory_store::open());
+    }
+    if (url.starts_with(rocksdb_scheme) && url.size() > rocksdb_scheme.size()) {
+        auto s = rocksdb_store::open(std::string(url.substr(rocksdb_scheme.size())));
+        if (!s) {
+            return nereus::error(s.error());
+        }
+        return std::unique_ptr<store>(std::move(*s));
+    }
+    NEREUS_LOG(meta_log(), err, "meta: unknown store url '{}' (want memory: or rocksdb:<dir>)",
+               url);
+    return nereus::error(errc::invalid_argument);
+}
+
+}  // namespace nereus::meta
