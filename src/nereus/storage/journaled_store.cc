@@ -1,0 +1,470 @@
+#include "nereus/storage/journaled_store.h"
+
+#include "nereus/base/assert.h"
+#include "nereus/base/crc32c.h"
+#include "nereus/storage/logger.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace nereus::storage {
+namespace {
+
+constexpr std::size_t kMaxIov = 512;
+
+}  // namespace
+
+std::string corruption_info::to_string() const {
+    std::string s = reason;
+    if (stream) {
+        s += fmt::format(" stream={:016x}", stream->value());
+    }
+    s += fmt::format(" file={} byte={}", file, byte_position);
+    if (at) {
+        s += fmt::format(" offset={}", at->value());
+    }
+    return s;
+}
+
+// ---- stream_store ---------------------------------------------------------------------------
+
+result<std::unique_ptr<stream_store>> stream_store::open(std::shared_ptr<file_system> fs,
+                                                         std::string dir,
+                                                         store_options options,
+                                                         corruption_info* corruption) {
+    if (options.segment_max_bytes == 0 || options.journal_max_bytes == 0 ||
+        options.fd_cache_size == 0 || options.max_group_bytes == 0 ||
+        options.max_group_bytes > (1ULL << 30) || options.index_interval_bytes == 0) {
+        return error(errc::invalid_argument);
+    }
+    auto store = std::make_unique<journaled_store>(std::move(fs), std::move(dir), options);
+    if (auto r = store->start(); !r) {
+        if (corruption != nullptr) {
+            if (auto c = store->last_corruption()) {
+                *corruption = *c;
+            }
+        }
+        return error(r.error());
+    }
+    return std::unique_ptr<stream_store>(std::move(store));
+}
+
+result<offset> stream_store::append_sync(stream_id id, bytes_view payload) {
+    struct waiter {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::optional<result<offset>> r;
+    } w;
+    append(id, payload, [&w](result<offset> r) {
+        const std::lock_guard lock(w.mu);
+        w.r = r;
+        w.cv.notify_one();  // under the lock: `w` may be gone once the lock is released
+    });
+    std::unique_lock lock(w.mu);
+    w.cv.wait(lock, [&] { return w.r.has_value(); });
+    return *w.r;
+}
+
+// ---- lifecycle ------------------------------------------------------------------------------
+
+journaled_store::journaled_store(std::shared_ptr<file_system> fs,
+                                 std::string dir,
+                                 const store_options& opts)
+    : fs_(std::move(fs)),
+      dir_(std::move(dir)),
+      journal_dir_(path_join(dir_, format::kJournalDirName)),
+      streams_dir_(path_join(dir_, format::kStreamsDirName)),
+      opts_(opts),
+      fds_(fs_, streams_dir_, opts.fd_cache_size) {
+    pending_.reset();
+    committing_.reset();
+}
+
+journaled_store::~journaled_store() {
+    bool need_close = false;
+    {
+        const std::lock_guard lock(mu_);
+        need_close = started_ && !closed_;
+    }
+    if (need_close) {
+        (void)close();
+    }
+}
+
+result<void> journaled_store::start() {
+    NEREUS_TRY(fs_->create_dirs(journal_dir_));
+    NEREUS_TRY(fs_->create_dirs(streams_dir_));
+    NEREUS_TRY(recover());
+    {
+        const std::lock_guard lock(mu_);
+        started_ = true;
+    }
+    committer_ = std::thread([this] { committer_loop(); });
+    checkpointer_ = std::thread([this] { checkpoint_loop(); });
+    NEREUS_LOG(storage_log(), info, "stream store open dir={} streams={} journal_file={}", dir_,
+               streams_.size(), journal_file_seq_);
+    return {};
+}
+
+result<void> journaled_store::close() {
+    {
+        const std::lock_guard lock(mu_);
+        if (closed_ || closing_ || !started_) {
+            return {};
+        }
+        closing_ = true;
+        stop_ = true;
+    }
+    work_cv_.notify_all();
+    space_cv_.notify_all();
+    committer_.join();  // drains every queued append first
+    {
+        const std::lock_guard lock(ckpt_mu_);
+        ckpt_stop_ = true;
+    }
+    ckpt_cv_.notify_all();
+    checkpointer_.join();
+
+    result<void> r;
+    if (!failed_.load()) {
+        const checkpoint_job job = make_job(0);
+        r = run_checkpoint(job);
+        if (!r) {
+            fail_store(r.error());
+        }
+    }
+    journal_.reset();
+    fds_.clear();
+    {
+        const std::lock_guard lock(mu_);
+        closed_ = true;
+    }
+    if (failed_.load()) {
+        return error(failure());
+    }
+    NEREUS_LOG(storage_log(), info, "stream store closed dir={}", dir_);
+    return r;
+}
+
+void journaled_store::fail_store(std::error_code ec) {
+    {
+        const std::lock_guard lock(mu_);
+        if (!failed_.load()) {
+            failure_ = ec;
+            failed_.store(true);
+            NEREUS_LOG(storage_log(), err, "stream store failed dir={} error={}", dir_,
+                       ec.message());
+        }
+    }
+    work_cv_.notify_all();
+    space_cv_.notify_all();
+    drain_cv_.notify_all();
+    {
+        const std::lock_guard lock(ckpt_mu_);  // no lost wake-up for checkpoint waiters
+    }
+    ckpt_done_cv_.notify_all();
+    ckpt_cv_.notify_all();
+}
+
+std::error_code journaled_store::failure() const {
+    const std::lock_guard lock(mu_);
+    return failure_ ? failure_ : make_error_code(errc::store_failed);
+}
+
+std::optional<corruption_info> journaled_store::last_corruption() const {
+    const std::lock_guard lock(corruption_mu_);
+    return last_corruption_;
+}
+
+store_stats journaled_store::stats() const {
+    return {stat_commits_.load(),     stat_appends_.load(),       stat_journal_bytes_.load(),
+            stat_checkpoints_.load(), stat_segment_rolls_.load(), stat_journal_rolls_.load()};
+}
+
+tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
+    NEREUS_LOG(storage_log(), err, "corruption ({}): {}", make_error_code(code).message(),
+               info.to_string());
+    const std::lock_guard lock(corruption_mu_);
+    last_corruption_ = std::move(info);
+    return error(code);
+}
+
+std::shared_ptr<stream_state> journaled_store::find_stream(std::uint64_t id) {
+    const std::lock_guard lock(mu_);
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second;
+}
+
+// ---- append / commit ------------------------------------------------------------------------
+
+void journaled_store::append(stream_id id, bytes_view payload, append_completion done) {
+    if (payload.size() > format::kMaxPayloadBytes) {
+        done(error(errc::record_too_large));
+        return;
+    }
+    const std::uint32_t payload_crc = crc32c::value(payload);
+    const auto len = static_cast<std::uint32_t>(payload.size());
+    const std::size_t rec_len = format::kRecordHeaderSize + len;
+    std::unique_lock lock(mu_);
+    for (;;) {
+        std::error_code ec;
+        if (closing_ || closed_) {
+            ec = make_error_code(errc::closed);
+        } else if (failed_.load()) {
+            ec = make_error_code(errc::store_failed);
+        } else if (!streams_.contains(id.value())) {
+            ec = make_error_code(errc::unknown_stream);
+        }
+        if (ec) {
+            lock.unlock();
+            done(error(ec));
+            return;
+        }
+        // A completion appending on the committer thread must not wait for itself.
+        if (pending_.appends.empty() ||
+            pending_.bytes.size() + rec_len <= opts_.max_group_bytes + format::kBlockHeaderSize ||
+            std::this_thread::get_id() == committer_id_) {
+            break;
+        }
+        space_cv_.wait(lock);  // backpressure: the committer is behind by a whole group
+    }
+    stream_state* st = streams_.find(id.value())->second.get();
+    const std::uint64_t off = st->next_offset++;
+    std::byte* p = pending_.bytes.extend(format::kJournalRecordPrefix + rec_len);
+    const std::uint64_t rec_pos =
+        static_cast<std::uint64_t>(p - pending_.bytes.data()) + format::kJournalRecordPrefix;
+    format::put_u64(p, id.value());
+    p += format::kJournalRecordPrefix;
+    format::finish_record_header(p, payload_crc, len, off);
+    if (len > 0) {
+        std::memcpy(p + format::kRecordHeaderSize, payload.data(), len);
+    }
+    pending_.appends.push_back({st, off, rec_pos, rec_len, std::move(done)});
+    ++enqueued_seq_;
+    const bool wake = committer_idle_;
+    lock.unlock();
+    if (wake) {
+        work_cv_.notify_one();
+    }
+}
+
+void journaled_store::committer_loop() {
+    std::unique_lock lock(mu_);
+    committer_id_ = std::this_thread::get_id();
+    for (;;) {
+        while (pending_.appends.empty() && !stop_ && ckpt_requests_ <= ckpt_taken_) {
+            committer_idle_ = true;
+            work_cv_.wait(lock);
+            committer_idle_ = false;
+        }
+        if (pending_.appends.empty() && stop_) {
+            break;
+        }
+        std::swap(pending_, committing_);
+        pending_.reset();
+        const std::uint64_t group_seq = enqueued_seq_;
+        const std::uint64_t requests = ckpt_requests_;
+        lock.unlock();
+        space_cv_.notify_all();
+
+        if (!committing_.appends.empty()) {
+            commit_group(committing_);
+        }
+        maybe_checkpoint(requests);
+
+        lock.lock();
+        completed_seq_ = group_seq;
+        drain_cv_.notify_all();
+    }
+}
+
+void journaled_store::commit_group(group& g) {
+    auto fail_all = [&](std::error_code ec) {
+        for (auto& a : g.appends) {
+            a.done(error(ec));
+        }
+        g.reset();
+    };
+    if (failed_.load()) {
+        fail_all(make_error_code(errc::store_failed));
+        return;
+    }
+    if (journal_pos_ >= opts_.journal_max_bytes) {
+        if (auto r = roll_journal(); !r) {
+            fail_store(r.error());
+            fail_all(r.error());
+            return;
+        }
+    }
+    const auto block = std::span<std::byte>(g.bytes.data(), g.bytes.size());
+    format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()));
+    auto r = journal_->write_at(journal_pos_, block);
+    if (r) {
+        r = journal_->sync();
+    }
+    if (!r) {
+        // The block's state on disk is unknown: fail it and everything after (never retry a
+        // failed fdatasync, see file_system.h).
+        fail_store(r.error());
+        fail_all(r.error());
+        return;
+    }
+    journal_pos_ += block.size();
+    ++next_block_seq_;
+    bytes_since_ckpt_ += block.size();
+    stat_commits_.fetch_add(1, std::memory_order_relaxed);
+    stat_appends_.fetch_add(g.appends.size(), std::memory_order_relaxed);
+    stat_journal_bytes_.fetch_add(block.size(), std::memory_order_relaxed);
+
+    // Durable now. Copy each record into its stream's segment, grouped per stream.
+    touched_.clear();
+    for (auto& a : g.appends) {
+        if (!a.st->in_group) {
+            a.st->in_group = true;
+            a.st->group_records.clear();
+            touched_.push_back(a.st);
+        }
+        a.st->group_records.emplace_back(g.bytes.data() + a.rec_pos, a.rec_len);
+    }
+    for (stream_state* st : touched_) {
+        st->in_group = false;
+        if (failed_.load()) {
+            continue;
+        }
+        if (auto w = write_records(*st, st->group_records); !w) {
+            // The records are durable in the journal (recovery replays them), so their appends
+            // still succeed; the store fails because this segment is now inconsistent.
+            NEREUS_LOG(storage_log(), err, "segment write failed stream={:016x} error={}", st->id,
+                       w.error().message());
+            fail_store(w.error());
+        }
+    }
+    for (auto& a : g.appends) {
+        a.done(offset(a.offset));
+    }
+    g.reset();
+}
+
+result<void> journaled_store::roll_journal() {
+    const std::uint64_t seq = journal_file_seq_ + 1;
+    const std::string path = path_join(journal_dir_, format::journal_file_name(seq));
+    auto f = fs_->open(path, open_mode::create_exclusive);
+    if (!f) {
+        return error(f.error());
+    }
+    NEREUS_TRY(fs_->sync_dir(journal_dir_));
+    journal_ = std::move(*f);
+    journal_file_seq_ = seq;
+    journal_pos_ = 0;
+    stat_journal_rolls_.fetch_add(1, std::memory_order_relaxed);
+    NEREUS_LOG(storage_log(), debug, "journal rolled file={}", path);
+    return {};
+}
+
+result<void> journaled_store::flush_records(file& f, std::uint64_t& pos) {
+    for (std::size_t i = 0; i < iov_.size(); i += kMaxIov) {
+        const auto parts =
+            std::span<const bytes_view>(iov_).subspan(i, std::min(kMaxIov, iov_.size() - i));
+        NEREUS_TRY(f.writev_at(pos, parts));
+        for (const auto& p : parts) {
+            pos += p.size();
+        }
+    }
+    iov_.clear();
+    return {};
+}
+
+result<void> journaled_store::write_records(stream_state& st, std::span<const bytes_view> records) {
+    if (records.empty()) {
+        return {};
+    }
+    auto opened = fds_.get(key(st, st.active_base));
+    if (!opened) {
+        return error(opened.error());
+    }
+    std::shared_ptr<file> f = std::move(*opened);
+    iov_.clear();
+    std::uint64_t pos = st.active_bytes;
+    for (const bytes_view rec : records) {
+        NEREUS_ASSERT(format::decode_record_header(rec.data()).offset == st.write_offset,
+                      "stream {:016x}: record offset {} != write offset {}", st.id,
+                      format::decode_record_header(rec.data()).offset, st.write_offset);
+        if (st.active_bytes > 0 && st.active_bytes + rec.size() > opts_.segment_max_bytes) {
+            NEREUS_TRY(flush_records(*f, pos));
+            NEREUS_TRY(roll_segment(st, f));
+            pos = 0;
+        }
+        if (!st.index_any || st.active_bytes - st.index_last_pos >= opts_.index_interval_bytes) {
+            st.staged_index.push_back({st.write_offset, st.active_bytes});
+            st.index_any = true;
+            st.index_last_pos = st.active_bytes;
+        }
+        iov_.push_back(rec);
+        st.active_bytes += rec.size();
+        ++st.write_offset;
+    }
+    NEREUS_TRY(flush_records(*f, pos));
+    mark_dirty(st);
+    publish(st);
+    return {};
+}
+
+result<void> journaled_store::roll_segment(stream_state& st, std::shared_ptr<file>& f) {
+    // Invariant: a sealed segment is fully synced, so recovery trusts it by name.
+    NEREUS_TRY(f->sync());
+    publish(st);
+    const std::uint64_t base = st.write_offset;
+    const segment_key k = key(st, base);
+    auto created = fs_->open(fds_.path(k), open_mode::create);
+    if (!created) {
+        return error(created.error());
+    }
+    std::shared_ptr<file> nf = std::move(*created);
+    auto sz = nf->size();
+    if (!sz) {
+        return error(sz.error());
+    }
+    if (*sz != 0) {
+        NEREUS_TRY(nf->truncate(0));  // a leftover of an interrupted roll; never holds records
+    }
+    NEREUS_TRY(fs_->sync_dir(fds_.stream_dir(st.id)));
+    fds_.put(k, nf);
+    f = std::move(nf);
+    {
+        const std::lock_guard lock(st.view_mu);
+        segment_view v;
+        v.base = base;
+        v.end = base;
+        st.segments.push_back(std::move(v));
+    }
+    st.active_base = base;
+    st.active_bytes = 0;
+    st.index_any = false;
+    st.index_last_pos = 0;
+    stat_segment_rolls_.fetch_add(1, std::memory_order_relaxed);
+    NEREUS_LOG(storage_log(), debug, "segment rolled stream={:016x} base={}", st.id, base);
+    return {};
+}
+
+void journaled_store::publish(stream_state& st) {
+    const std::lock_guard lock(st.view_mu);
+    segment_view& active = st.segments.back();
+    active.bytes = st.active_bytes;
+    active.end = st.write_offset;
+    if (!st.staged_index.empty()) {
+        active.index.append(st.staged_index);
+        st.staged_index.clear();
+    }
+    st.end = st.write_offset;
+}
+
+void journaled_store::mark_dirty(stream_state& st) {
+    if (st.dirty_epoch != ckpt_epoch_ || st.dirty_base != st.active_base) {
+        st.dirty_epoch = ckpt_epoch_;
+        st.dirty_base = st.active_base;
+        dirty_.push_back(key(st, st.active_base));
+    }
+}
+
+}  // namespace nereus::storage

@@ -1,0 +1,204 @@
+#pragma once
+
+// journaled_store: the embedded stream_store — a shared group-commit journal plus per-stream
+// segment files (BookKeeper's journal/ledger split). See stream_store.h for the contract and
+// doc/format/segment.md for the format and the recovery rules.
+//
+// Threads:
+//   - callers: append() copies the record into the pending group buffer (one mutex); reads run
+//     on the caller's thread against the segment files.
+//   - committer: swaps the pending group out, writes it as ONE journal block (one write, one
+//     fdatasync), then copies each record into its stream's segment file (page cache only),
+//     publishes the new end offsets and fires the completions.
+//   - checkpointer: fdatasyncs the segment files dirtied before journal position P, durably
+//     writes P to the checkpoint file and deletes journal files wholly before P.
+// Ownership: owns its threads, the journal file and the descriptor cache.
+// Thread-safety: thread-safe.
+
+#include "nereus/storage/byte_buffer.h"
+#include "nereus/storage/fd_cache.h"
+#include "nereus/storage/format.h"
+#include "nereus/storage/stream_state.h"
+#include "nereus/storage/stream_store.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace nereus::storage {
+
+class journaled_store final : public stream_store {
+public:
+    journaled_store(std::shared_ptr<file_system> fs, std::string dir, const store_options& opts);
+    journaled_store(const journaled_store&) = delete;
+    journaled_store& operator=(const journaled_store&) = delete;
+    journaled_store(journaled_store&&) = delete;
+    journaled_store& operator=(journaled_store&&) = delete;
+    ~journaled_store() override;
+
+    // Recovery (see doc/format/segment.md), then starts the threads. Call once, before use.
+    [[nodiscard]] result<void> start();
+
+    result<void> create_stream(stream_id id) override;
+    result<void> delete_stream(stream_id id) override;
+    void append(stream_id id, bytes_view payload, append_completion done) override;
+    result<read_batch> read(stream_id id,
+                            offset from,
+                            std::size_t max_entries,
+                            std::size_t max_bytes) override;
+    result<stream_info> info(stream_id id) override;
+    result<offset> trim(stream_id id, offset floor) override;
+    std::vector<stream_id> list_streams() override;
+    result<void> close() override;
+    std::optional<corruption_info> last_corruption() const override;
+    store_stats stats() const override;
+
+private:
+    struct pending_append {
+        stream_state* st;
+        std::uint64_t offset;
+        std::uint64_t rec_pos;  // position of the segment record in the group buffer
+        std::uint64_t rec_len;
+        append_completion done;
+    };
+    // One commit group: the journal block being built (header space first) and its appends.
+    struct group {
+        byte_buffer bytes;
+        std::vector<pending_append> appends;
+        void reset() {
+            bytes.resize(format::kBlockHeaderSize);
+            appends.clear();
+        }
+    };
+    struct checkpoint_job {
+        format::journal_position pos;
+        std::vector<segment_key> dirty;
+        std::vector<format::stream_mark> marks;  // every stream's active segment at P
+        std::uint64_t covers = 0;                // forced-checkpoint requests this job satisfies
+    };
+    // Recovery bookkeeping per stream.
+    struct recovering {
+        std::uint64_t k = 0;  // pass-1 cursor: next offset the stream needs
+        bool tail_bad = false;
+        std::uint64_t bad_pos = 0;
+        std::uint64_t bad_offset = 0;
+        format::defect bad_what = format::defect::none;
+        bool covered = false;
+        bool in_journal = false;  // the journal after P holds records of this stream
+    };
+
+    // --- commit path (committer thread) ---
+    void committer_loop();
+    void commit_group(group& g);
+    void maybe_checkpoint(std::uint64_t requests);
+    result<void> roll_journal();
+    result<void> write_records(stream_state& st, std::span<const bytes_view> records);
+    result<void> flush_records(file& f, std::uint64_t& pos);
+    result<void> roll_segment(stream_state& st, std::shared_ptr<file>& f);
+    void publish(stream_state& st);
+    void mark_dirty(stream_state& st);
+    void fail_store(std::error_code ec);
+    [[nodiscard]] std::error_code failure() const;
+
+    // --- checkpoints (journaled_store_checkpoint.cc; checkpointer thread, recovery, close) ---
+    void checkpoint_loop();
+    result<void> run_checkpoint(const checkpoint_job& job);
+    result<void> write_checkpoint_file(const format::journal_position& pos,
+                                       std::span<const format::stream_mark> marks);
+    // Each stream's active segment position (committer thread, or with it stopped).
+    std::vector<format::stream_mark> stream_marks();
+    checkpoint_job make_job(std::uint64_t covers);
+    void delete_journals_before(std::uint64_t file_seq);
+    result<void> checkpoint_now();
+
+    // --- recovery (journaled_store_recovery.cc) ---
+    result<void> recover();
+    result<void> load_streams(std::unordered_map<std::uint64_t, recovering>& rec,
+                              const std::vector<format::stream_mark>& marks);
+    result<void> remove_stream_dir(const std::string& d);
+
+    // --- reads (journaled_store_read.cc) ---
+    result<void> load_index(stream_state& st, std::uint64_t base);
+    tl::unexpected<std::error_code> corruption(errc code, corruption_info info);
+    std::shared_ptr<stream_state> find_stream(std::uint64_t id);
+    static bool is_not_found(const std::error_code& ec) {
+        return ec == std::errc::no_such_file_or_directory;
+    }
+    [[nodiscard]] segment_key key(const stream_state& st, std::uint64_t base) const {
+        return {st.id, base, st.incarnation};
+    }
+
+    const std::shared_ptr<file_system> fs_;
+    const std::string dir_;
+    const std::string journal_dir_;
+    const std::string streams_dir_;
+    const store_options opts_;
+    fd_cache fds_;
+
+    // Serialises create/delete/trim against each other.
+    std::mutex admin_mu_;
+
+    // The queue: guards streams_, pending_, the flags and counters below.
+    mutable std::mutex mu_;
+    std::condition_variable work_cv_;   // committer waits for work
+    std::condition_variable space_cv_;  // appenders wait for group space
+    std::condition_variable drain_cv_;  // waiters for completed_seq_
+    std::unordered_map<std::uint64_t, std::shared_ptr<stream_state>> streams_;
+    group pending_;
+    std::uint64_t enqueued_seq_ = 0;
+    std::uint64_t completed_seq_ = 0;
+    std::uint64_t ckpt_requests_ = 0;
+    std::uint64_t next_incarnation_ = 1;
+    std::thread::id committer_id_;
+    bool committer_idle_ = false;
+    bool stop_ = false;
+    bool closing_ = false;
+    bool closed_ = false;
+    bool started_ = false;
+    std::atomic<bool> failed_{false};
+    std::error_code failure_;  // guarded by mu_
+
+    // Committer-only state.
+    group committing_;
+    std::unique_ptr<file> journal_;
+    std::uint64_t journal_file_seq_ = 0;
+    std::uint64_t journal_pos_ = 0;
+    std::uint64_t next_block_seq_ = 1;
+    std::uint64_t bytes_since_ckpt_ = 0;
+    std::uint64_t ckpt_epoch_ = 0;
+    std::uint64_t ckpt_taken_ = 0;
+    std::vector<segment_key> dirty_;
+    std::vector<stream_state*> touched_;
+    std::vector<bytes_view> iov_;
+
+    // Checkpointer hand-off.
+    std::mutex ckpt_mu_;
+    std::condition_variable ckpt_cv_;
+    std::condition_variable ckpt_done_cv_;
+    std::optional<checkpoint_job> ckpt_job_;
+    bool ckpt_busy_ = false;
+    bool ckpt_stop_ = false;
+    bool ckpt_exited_ = false;
+    std::uint64_t ckpt_done_covers_ = 0;
+
+    std::thread committer_;
+    std::thread checkpointer_;
+
+    mutable std::mutex corruption_mu_;
+    std::optional<corruption_info> last_corruption_;
+
+    std::atomic<std::uint64_t> stat_commits_{0};
+    std::atomic<std::uint64_t> stat_appends_{0};
+    std::atomic<std::uint64_t> stat_journal_bytes_{0};
+    std::atomic<std::uint64_t> stat_checkpoints_{0};
+    std::atomic<std::uint64_t> stat_segment_rolls_{0};
+    std::atomic<std::uint64_t> stat_journal_rolls_{0};
+};
+
+}  // namespace nereus::storage

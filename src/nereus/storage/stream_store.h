@@ -1,0 +1,101 @@
+#pragma once
+
+// stream_store: the stream log — many streams of opaque entries with dense offsets 0, 1, 2, ...
+//
+// The embedded backend (open()) is BookKeeper-style: one shared journal takes every append of
+// every stream in group-committed blocks (one write + one fdatasync per group, however many
+// streams it touches), then each record is copied into its stream's segment file, which is
+// synced lazily by checkpoints. Format and recovery rules: doc/format/segment.md.
+//
+// Ownership: a store owns its directory; open at most one store per directory.
+// Thread-safety: thread-safe. Completions run on the store's committer thread and must not
+//   block on the store (no append_sync/close inside a completion; append() is fine).
+// Durability:
+//   - append: DURABLE when its completion reports success, never before; the entry is readable
+//     from then on. An error completion does not mean "absent": a failed group may still turn
+//     up after recovery (it was never confirmed).
+//   - create_stream, delete_stream, trim: durable when they return success.
+//   - after any I/O error on the commit path the store is failed: every pending and later
+//     append, and every read, fails; reopen to run recovery.
+
+#include "nereus/base/file_system.h"
+#include "nereus/base/result.h"
+#include "nereus/storage/append_completion.h"
+#include "nereus/storage/errc.h"
+#include "nereus/storage/read_batch.h"
+#include "nereus/storage/types.h"
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nereus::storage {
+
+// Counters for tests and metrics (monotonic since open).
+struct store_stats {
+    std::uint64_t commits = 0;        // journal blocks written (= journal fdatasyncs)
+    std::uint64_t appends = 0;        // records committed
+    std::uint64_t journal_bytes = 0;  // bytes written to the journal
+    std::uint64_t checkpoints = 0;    // checkpoints completed
+    std::uint64_t segment_rolls = 0;
+    std::uint64_t journal_rolls = 0;
+};
+
+class stream_store {
+public:
+    // Opens (creating if needed) the store in `dir` and runs recovery: truncates torn tails,
+    // replays the journal into the segments, writes a fresh checkpoint. Corruption that is not a
+    // torn tail fails with errc::corrupt_journal / corrupt_segment / corrupt_checkpoint; when
+    // `corruption` is given it receives the stream, file, byte position and offset concerned.
+    [[nodiscard]] static result<std::unique_ptr<stream_store>> open(
+        std::shared_ptr<file_system> fs,
+        std::string dir,
+        store_options options = {},
+        corruption_info* corruption = nullptr);
+
+    stream_store() = default;
+    stream_store(const stream_store&) = delete;
+    stream_store& operator=(const stream_store&) = delete;
+    stream_store(stream_store&&) = delete;
+    stream_store& operator=(stream_store&&) = delete;
+    // Closes (as close()) if still open, ignoring errors.
+    virtual ~stream_store() = default;
+
+    // Creates an empty stream starting at offset 0. Durable on success. errc::stream_exists.
+    [[nodiscard]] virtual result<void> create_stream(stream_id id) = 0;
+    // Deletes a stream and all its entries, after its queued appends complete. Durable on
+    // success: the stream never reappears, not even from the journal.
+    [[nodiscard]] virtual result<void> delete_stream(stream_id id) = 0;
+
+    // Queues `payload` (copied before return) as the stream's next entry. `done` receives the
+    // entry's offset once it is durable, or the error. Errors known at once (unknown stream,
+    // closed, failed store, too large) call `done` inline on the caller's thread. Appends to one
+    // stream get offsets in call order. May block briefly while max_group_bytes are queued.
+    virtual void append(stream_id id, bytes_view payload, append_completion done) = 0;
+    // append() and wait for the completion.
+    [[nodiscard]] result<offset> append_sync(stream_id id, bytes_view payload);
+
+    // Reads durable entries starting at `from`: at most `max_entries`, and at most `max_bytes`
+    // of payload — except that the first entry is returned even if larger. `from` at or past the
+    // end gives an empty batch; below the first retained offset gives errc::trimmed.
+    [[nodiscard]] virtual result<read_batch> read(stream_id id,
+                                                  offset from,
+                                                  std::size_t max_entries,
+                                                  std::size_t max_bytes) = 0;
+    [[nodiscard]] virtual result<stream_info> info(stream_id id) = 0;
+    // Deletes whole segments whose every entry is below `floor` (never the active segment) and
+    // returns the first retained offset. Durable on success.
+    [[nodiscard]] virtual result<offset> trim(stream_id id, offset floor) = 0;
+    [[nodiscard]] virtual std::vector<stream_id> list_streams() = 0;
+    // Drains queued appends, writes a final checkpoint and stops the threads. Later calls fail
+    // with errc::closed. Returns the store's failure if it failed earlier.
+    [[nodiscard]] virtual result<void> close() = 0;
+
+    // Details of the last corruption a read found (the error code names only its kind).
+    [[nodiscard]] virtual std::optional<corruption_info> last_corruption() const = 0;
+    [[nodiscard]] virtual store_stats stats() const = 0;
+};
+
+}  // namespace nereus::storage

@@ -1,0 +1,73 @@
+#pragma once
+
+// Value types of the stream log API: strong ids, options, stream info, corruption details.
+//
+// Thread-safety: thread-compatible values.
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace nereus::storage {
+
+// A distinct integer type per meaning (style R3), so an offset cannot be passed for a stream id.
+template <class T, class Tag>
+class strong_id {
+public:
+    using value_type = T;
+    constexpr strong_id() = default;
+    constexpr explicit strong_id(T v) : v_(v) {}
+    [[nodiscard]] constexpr T value() const { return v_; }
+    constexpr auto operator<=>(const strong_id&) const = default;
+
+private:
+    T v_{};
+};
+
+// Identifies a stream; the ledger layer maps topics to ids.
+using stream_id = strong_id<std::uint64_t, struct stream_id_tag>;
+// A stream's dense entry number: 0, 1, 2, ...
+using offset = strong_id<std::uint64_t, struct offset_tag>;
+
+struct stream_info {
+    offset first;  // first retained offset (everything below was trimmed)
+    offset end;    // one past the last durable entry (= next offset an append gets)
+};
+
+struct store_options {
+    // A stream's active segment rolls before a record would make it exceed this size.
+    std::uint64_t segment_max_bytes = 64ULL << 20;
+    // A journal file rolls (new file + directory sync) once it reaches this size.
+    std::uint64_t journal_max_bytes = 64ULL << 20;
+    // A checkpoint starts once this many journal bytes were written since the last one.
+    std::uint64_t checkpoint_bytes = 32ULL << 20;
+    // Bound on open segment files kept by the LRU descriptor cache.
+    std::size_t fd_cache_size = 256;
+    // Appenders wait (backpressure) while this many bytes are queued for the next commit.
+    std::size_t max_group_bytes = 8ULL << 20;
+    // A sparse index entry is kept per this many segment bytes.
+    std::uint32_t index_interval_bytes = 32U << 10;
+};
+
+// Where and why recovery or a read found corruption (the error_code says only that it did).
+struct corruption_info {
+    std::optional<stream_id> stream;
+    std::string file;                 // path of the damaged file
+    std::uint64_t byte_position = 0;  // position of the damaged record or block in `file`
+    std::optional<offset> at;         // the stream offset concerned, when known
+    std::string reason;
+
+    [[nodiscard]] std::string to_string() const;
+};
+
+}  // namespace nereus::storage
+
+template <class T, class Tag>
+struct std::hash<nereus::storage::strong_id<T, Tag>> {
+    std::size_t operator()(const nereus::storage::strong_id<T, Tag>& v) const noexcept {
+        return std::hash<T>{}(v.value());
+    }
+};

@@ -1,0 +1,148 @@
+// Group commit: how many fdatasyncs and open files the commit path costs (counted, not timed).
+
+#include "nereus/base/fault_file_system.h"
+#include "nereus/storage/stream_store.h"
+
+#include <gtest/gtest.h>
+
+#include "support/counting_file_system.h"
+#include "support/payloads.h"
+#include "support/store_helpers.h"
+#include <atomic>
+
+namespace nereus::storage {
+namespace {
+
+using namespace testing;
+
+TEST(GroupCommit, AppendsQueuedDuringACommitShareOneSync) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    auto s = open_store(fs, "/db");
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    const auto before = fs->journal_syncs.load();
+
+    fs->close_gate();
+    pending_counter pending;
+    std::atomic<int> ok{0};
+    pending.add(1001);
+    auto done = [&](result<offset> r) {
+        ok += r ? 1 : 0;
+        pending.done();
+    };
+    s->append(stream_id(1), payload(1, 0, 100), done);
+    fs->wait_for_gate_waiter();  // the first group is inside its fdatasync
+    for (int i = 1; i <= 1000; ++i) {
+        s->append(stream_id(1), payload(1, i, 100), done);
+    }
+    fs->open_gate();
+    pending.wait();
+    EXPECT_EQ(ok.load(), 1001);
+    EXPECT_EQ(fs->journal_syncs.load() - before, 2U);  // one for the first, one for the 1,000
+    EXPECT_EQ(fs->segment_syncs.load(), 0U);           // segments are synced by checkpoints only
+    EXPECT_EQ(read_all(*s, stream_id(1)).size(), 1001U);
+}
+
+TEST(GroupCommit, OneCommitCoversThousandsOfStreamsWithBoundedFiles) {
+    constexpr int kStreams = 2000;
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    store_options o;
+    o.fd_cache_size = 32;
+    auto s = open_store(fs, "/db", o);
+    ASSERT_NE(s, nullptr);
+    for (int i = 0; i < kStreams; ++i) {
+        ASSERT_TRUE(s->create_stream(stream_id(i)));
+    }
+    EXPECT_LE(fs->open_files.load(), 32 + 2);
+    fs->reset_peak();
+    const auto syncs_before = fs->journal_syncs.load();
+    const auto seg_syncs_before = fs->segment_syncs.load();
+
+    fs->close_gate();
+    pending_counter pending;
+    std::atomic<int> ok{0};
+    pending.add(kStreams + 1);
+    auto done = [&](result<offset> r) {
+        ok += r ? 1 : 0;
+        pending.done();
+    };
+    s->append(stream_id(0), payload(0, 0, 10), done);
+    fs->wait_for_gate_waiter();
+    for (int i = 0; i < kStreams; ++i) {
+        s->append(stream_id(i), payload(i, 1, 64), done);
+    }
+    fs->open_gate();
+    pending.wait();
+    EXPECT_EQ(ok.load(), kStreams + 1);
+    EXPECT_EQ(fs->journal_syncs.load() - syncs_before, 2U);
+    EXPECT_EQ(fs->segment_syncs.load() - seg_syncs_before, 0U);
+    // journal + cache + a file being reopened at the moment of eviction.
+    EXPECT_LE(fs->peak_open_files.load(), 32 + 3);
+
+    for (int i = 0; i < kStreams; i += 97) {
+        auto all = read_all(*s, stream_id(i));
+        ASSERT_EQ(all.size(), i == 0 ? 2U : 1U);
+        EXPECT_EQ(all.back(), payload(i, 1, 64));
+    }
+    EXPECT_LE(fs->peak_open_files.load(), 32 + 3);
+    // The clean close syncs every dirty segment once (reopening evicted ones), no more.
+    ASSERT_TRUE(s->close());
+    EXPECT_LE(fs->segment_syncs.load() - seg_syncs_before, static_cast<std::uint64_t>(kStreams));
+    EXPECT_LE(fs->peak_open_files.load(), 32 + 3);
+}
+
+TEST(GroupCommit, BackpressureBoundsQueuedBytes) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    store_options o;
+    o.max_group_bytes = 4096;
+    auto s = open_store(fs, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    pending_counter pending;
+    pending.add(200);
+    for (int i = 0; i < 200; ++i) {
+        s->append(stream_id(1), payload(1, i, 500), [&](result<offset> r) {
+            EXPECT_TRUE(r);
+            pending.done();
+        });
+    }
+    pending.wait();
+    // Groups hold at most ~4 KiB: 200 x 516 B records need at least 200*516/4096 commits.
+    EXPECT_GE(s->stats().commits, 200U * 516 / (4096 + 524));
+    EXPECT_EQ(read_all(*s, stream_id(1)).size(), 200U);
+}
+
+TEST(GroupCommit, CompletionsMayAppendEvenWhenTheQueueIsFull) {
+    auto fs = std::make_shared<fault_file_system>();
+    store_options o;
+    o.max_group_bytes = 1024;
+    auto s = open_store(fs, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    pending_counter pending;
+    pending.add(400);
+    struct chain {
+        stream_store* s;
+        pending_counter* pending;
+        int left;
+        void operator()(result<offset> r) {
+            EXPECT_TRUE(r);
+            pending->done();
+            if (--left > 0) {
+                // Appends from the committer thread, with the group buffer possibly full.
+                for (int i = 0; i < 3 && left > 0; ++i) {
+                    s->append(stream_id(1), payload(1, left, 600), chain{s, pending, 0});
+                    --left;
+                }
+            }
+        }
+    };
+    for (int i = 0; i < 100; ++i) {
+        s->append(stream_id(1), payload(1, i, 600), chain{s.get(), &pending, 4});
+    }
+    pending.wait();
+    EXPECT_EQ(s->info(stream_id(1))->end.value(), 400U);
+}
+
+}  // namespace
+}  // namespace nereus::storage

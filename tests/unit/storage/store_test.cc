@@ -1,0 +1,308 @@
+// Functional tests of stream_store on the real (POSIX) file system.
+
+#include "nereus/base/file_system.h"
+#include "nereus/storage/stream_store.h"
+#include "nereus/storage/verify.h"
+
+#include <gtest/gtest.h>
+
+#include "support/payloads.h"
+#include "support/store_helpers.h"
+#include "support/temp_dir.h"
+#include <atomic>
+#include <map>
+#include <random>
+#include <thread>
+
+namespace nereus::storage {
+namespace {
+
+using namespace testing;
+
+class StreamStore : public ::testing::Test {
+protected:
+    std::unique_ptr<stream_store> open(store_options o = {}) {
+        return open_store(posix_file_system(), dir_.path(), o);
+    }
+    temp_dir dir_;
+};
+
+TEST_F(StreamStore, AppendReadRoundTripIncludingEmptyPayloads) {
+    auto s = open();
+    ASSERT_NE(s, nullptr);
+    const stream_id id(7);
+    ASSERT_TRUE(s->create_stream(id));
+    const std::vector<std::size_t> sizes{5, 0, 1000, 0, 1, 70000, 33};
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        auto r = s->append_sync(id, payload(7, i, sizes[i]));
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r->value(), i);
+    }
+    auto all = read_all(*s, id);
+    ASSERT_EQ(all.size(), sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_EQ(all[i], payload(7, i, sizes[i])) << i;
+    }
+    auto inf = s->info(id);
+    ASSERT_TRUE(inf);
+    EXPECT_EQ(inf->first.value(), 0U);
+    EXPECT_EQ(inf->end.value(), sizes.size());
+    ASSERT_TRUE(s->close());
+}
+
+TEST_F(StreamStore, ReadHonoursByteBudgetAndMaxEntries) {
+    auto s = open();
+    ASSERT_NE(s, nullptr);
+    const stream_id id(1);
+    ASSERT_TRUE(s->create_stream(id));
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_TRUE(s->append_sync(id, payload(1, i, 100)));
+    }
+    auto b = s->read(id, offset(0), 100, 250);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->size(), 2U);
+    b = s->read(id, offset(3), 100, 50);  // first entry even if larger than the budget
+    ASSERT_TRUE(b);
+    ASSERT_EQ(b->size(), 1U);
+    EXPECT_EQ((*b)[0].at.value(), 3U);
+    b = s->read(id, offset(2), 3, 1 << 20);
+    ASSERT_TRUE(b);
+    ASSERT_EQ(b->size(), 3U);
+    EXPECT_EQ((*b)[2].at.value(), 4U);
+    EXPECT_TRUE(
+        std::equal((*b)[2].payload.begin(), (*b)[2].payload.end(), payload(1, 4, 100).begin()));
+    b = s->read(id, offset(10), 10, 1000);  // at the end
+    ASSERT_TRUE(b);
+    EXPECT_TRUE(b->empty());
+    b = s->read(id, offset(1000), 10, 1000);  // beyond the end
+    ASSERT_TRUE(b);
+    EXPECT_TRUE(b->empty());
+    b = s->read(id, offset(0), 0, 1000);
+    ASSERT_TRUE(b);
+    EXPECT_TRUE(b->empty());
+}
+
+TEST_F(StreamStore, TypedErrorsForUnknownAndExistingStreams) {
+    auto s = open();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->read(stream_id(5), offset(0), 1, 1).error(), errc::unknown_stream);
+    EXPECT_EQ(s->append_sync(stream_id(5), payload(5, 0, 3)).error(), errc::unknown_stream);
+    EXPECT_EQ(s->info(stream_id(5)).error(), errc::unknown_stream);
+    ASSERT_TRUE(s->create_stream(stream_id(5)));
+    EXPECT_EQ(s->create_stream(stream_id(5)).error(), errc::stream_exists);
+    ASSERT_TRUE(s->create_stream(stream_id(2)));
+    EXPECT_EQ(s->list_streams(), (std::vector<stream_id>{stream_id(2), stream_id(5)}));
+    ASSERT_TRUE(s->close());
+    EXPECT_EQ(s->append_sync(stream_id(5), payload(5, 0, 3)).error(), errc::closed);
+}
+
+TEST_F(StreamStore, SegmentsRollAndReadsCrossThem) {
+    auto o = tiny_options();
+    auto s = open(o);
+    ASSERT_NE(s, nullptr);
+    const stream_id id(3);
+    ASSERT_TRUE(s->create_stream(id));
+    std::mt19937_64 rng(42);
+    std::vector<std::size_t> sizes;
+    for (int i = 0; i < 300; ++i) {
+        sizes.push_back(rng() % 120);
+        s->append(id, payload(3, i, sizes.back()), [](result<offset> r) { ASSERT_TRUE(r); });
+    }
+    ASSERT_TRUE(s->append_sync(id, payload(3, 300, 7)));
+    sizes.push_back(7);
+    EXPECT_GT(s->stats().segment_rolls, 10U);
+    auto check = [&](stream_store& st) {
+        for (int k = 0; k < 200; ++k) {
+            const std::uint64_t from = rng() % (sizes.size() + 3);
+            const std::size_t max_entries = 1 + rng() % 40;
+            const std::size_t max_bytes = rng() % 3000;
+            auto b = st.read(id, offset(from), max_entries, max_bytes);
+            ASSERT_TRUE(b) << b.error().message();
+            if (from >= sizes.size()) {
+                EXPECT_TRUE(b->empty());
+                continue;
+            }
+            ASSERT_FALSE(b->empty());
+            std::size_t bytes = 0;
+            for (std::size_t i = 0; i < b->size(); ++i) {
+                const auto& e = (*b)[i];
+                ASSERT_EQ(e.at.value(), from + i);
+                ASSERT_TRUE(
+                    std::ranges::equal(e.payload, payload(3, e.at.value(), sizes[e.at.value()])));
+                bytes += e.payload.size();
+            }
+            EXPECT_LE(b->size(), max_entries);
+            if (b->size() > 1) {
+                EXPECT_LE(bytes, max_bytes);
+            }
+            // Stopped only because of a limit or the end.
+            const std::uint64_t next = from + b->size();
+            if (next < sizes.size() && b->size() < max_entries) {
+                EXPECT_GT(bytes + sizes[next], max_bytes);
+            }
+        }
+    };
+    check(*s);
+    ASSERT_TRUE(s->close());
+    s = open(o);  // sealed segments now get their index lazily
+    ASSERT_NE(s, nullptr);
+    check(*s);
+    auto all = read_all(*s, id);
+    EXPECT_EQ(all.size(), sizes.size());
+    auto rep = verify(*posix_file_system(), dir_.path());
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->ok());
+    EXPECT_TRUE(rep->issues.empty());
+    EXPECT_EQ(rep->segment_records, sizes.size());
+}
+
+TEST_F(StreamStore, ReopenAfterCleanCloseContinuesOffsets) {
+    auto s = open();
+    ASSERT_NE(s, nullptr);
+    for (std::uint64_t sid = 1; sid <= 3; ++sid) {
+        ASSERT_TRUE(s->create_stream(stream_id(sid)));
+        for (std::uint64_t i = 0; i < 5 * sid; ++i) {
+            ASSERT_TRUE(s->append_sync(stream_id(sid), payload(sid, i, 50 + i)));
+        }
+    }
+    ASSERT_TRUE(s->close());
+    s.reset();
+    s = open();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->list_streams().size(), 3U);
+    for (std::uint64_t sid = 1; sid <= 3; ++sid) {
+        auto all = read_all(*s, stream_id(sid));
+        ASSERT_EQ(all.size(), 5 * sid);
+        for (std::uint64_t i = 0; i < all.size(); ++i) {
+            EXPECT_EQ(all[i], payload(sid, i, 50 + i));
+        }
+        auto r = s->append_sync(stream_id(sid), payload(sid, 5 * sid, 9));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->value(), 5 * sid);
+    }
+}
+
+TEST_F(StreamStore, TrimDeletesWholeSegmentsAndReadsBelowAreTyped) {
+    auto o = tiny_options();
+    auto s = open(o);
+    ASSERT_NE(s, nullptr);
+    const stream_id id(9);
+    ASSERT_TRUE(s->create_stream(id));
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(s->append_sync(id, payload(9, i, 100)));  // 116 B records: 8 per segment
+    }
+    auto first = s->trim(id, offset(20));
+    ASSERT_TRUE(first);
+    EXPECT_LE(first->value(), 20U);
+    EXPECT_GT(first->value(), 20U - 9);  // only whole segments below the floor went
+    EXPECT_EQ(s->read(id, offset(0), 10, 1000).error(), errc::trimmed);
+    EXPECT_EQ(s->read(id, offset(first->value() - 1), 10, 1000).error(), errc::trimmed);
+    auto b = s->read(id, *first, 1, 1000);
+    ASSERT_TRUE(b);
+    ASSERT_EQ(b->size(), 1U);
+    EXPECT_EQ((*b)[0].at, *first);
+    EXPECT_EQ(s->info(id)->first, *first);
+    // Trimming past the end keeps the active segment.
+    auto all_gone = s->trim(id, offset(1000));
+    ASSERT_TRUE(all_gone);
+    EXPECT_LT(all_gone->value(), 100U);
+    EXPECT_EQ(s->info(id)->end.value(), 100U);
+    ASSERT_TRUE(s->append_sync(id, payload(9, 100, 10)));
+    ASSERT_TRUE(s->close());
+    s = open(o);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->info(id)->first, *all_gone);  // journal replay never resurrects trimmed entries
+    EXPECT_EQ(s->info(id)->end.value(), 101U);
+    EXPECT_EQ(s->read(id, offset(0), 10, 1000).error(), errc::trimmed);
+    auto rest = read_all(*s, id, all_gone->value());
+    EXPECT_EQ(rest.size(), 101 - all_gone->value());
+}
+
+TEST_F(StreamStore, DeleteStreamIsFinal) {
+    auto s = open();
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(4)));
+    ASSERT_TRUE(s->create_stream(stream_id(5)));
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_TRUE(s->append_sync(stream_id(4), payload(4, i, 10)));
+    }
+    ASSERT_TRUE(s->delete_stream(stream_id(4)));
+    EXPECT_EQ(s->delete_stream(stream_id(4)).error(), errc::unknown_stream);
+    EXPECT_EQ(s->read(stream_id(4), offset(0), 1, 1).error(), errc::unknown_stream);
+    ASSERT_TRUE(s->create_stream(stream_id(4)));
+    EXPECT_EQ(s->info(stream_id(4))->end.value(), 0U);
+    ASSERT_TRUE(s->append_sync(stream_id(4), payload(4, 100, 10)));
+    ASSERT_TRUE(s->close());
+    s = open();
+    ASSERT_NE(s, nullptr);
+    auto all = read_all(*s, stream_id(4));
+    ASSERT_EQ(all.size(), 1U);
+    EXPECT_EQ(all[0], payload(4, 100, 10));
+}
+
+TEST_F(StreamStore, ConcurrentAppendersGetDenseOrderedOffsets) {
+    auto s = open();
+    ASSERT_NE(s, nullptr);
+    constexpr int kThreads = 8;
+    constexpr int kStreams = 4;
+    constexpr int kPerThreadPerStream = 300;
+    for (int i = 0; i < kStreams; ++i) {
+        ASSERT_TRUE(s->create_stream(stream_id(i)));
+    }
+    // offsets[t][stream][seq]
+    std::vector<std::vector<std::vector<std::uint64_t>>> offsets(
+        kThreads, std::vector<std::vector<std::uint64_t>>(
+                      kStreams, std::vector<std::uint64_t>(kPerThreadPerStream)));
+    pending_counter pending;
+    pending.add(kThreads * kStreams * kPerThreadPerStream);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kPerThreadPerStream; ++i) {
+                for (int sid = 0; sid < kStreams; ++sid) {
+                    const std::uint64_t tag = static_cast<std::uint64_t>(t) * 1000000 + i;
+                    std::uint64_t* slot = &offsets[t][sid][i];
+                    s->append(stream_id(sid), payload(sid, tag, 24),
+                              [slot, &pending, &failures](result<offset> r) {
+                                  if (r) {
+                                      *slot = r->value();
+                                  } else {
+                                      ++failures;
+                                  }
+                                  pending.done();
+                              });
+                }
+            }
+        });
+    }
+    for (auto& th : threads) {
+        th.join();
+    }
+    pending.wait();
+    EXPECT_EQ(failures.load(), 0);
+    for (int sid = 0; sid < kStreams; ++sid) {
+        std::vector<bool> seen(kThreads * kPerThreadPerStream, false);
+        std::map<std::uint64_t, std::uint64_t> tag_at;
+        for (int t = 0; t < kThreads; ++t) {
+            for (int i = 0; i < kPerThreadPerStream; ++i) {
+                const auto o = offsets[t][sid][i];
+                ASSERT_LT(o, seen.size());
+                EXPECT_FALSE(seen[o]) << "offset given twice";
+                seen[o] = true;
+                if (i > 0) {
+                    EXPECT_GT(o, offsets[t][sid][i - 1]) << "per-thread order broken";
+                }
+                tag_at[o] = static_cast<std::uint64_t>(t) * 1000000 + i;
+            }
+        }
+        auto all = read_all(*s, stream_id(sid));
+        ASSERT_EQ(all.size(), seen.size());
+        for (std::uint64_t o = 0; o < all.size(); ++o) {
+            EXPECT_EQ(all[o], payload(sid, tag_at[o], 24));
+        }
+    }
+}
+
+}  // namespace
+}  // namespace nereus::storage
