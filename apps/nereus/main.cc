@@ -1,12 +1,15 @@
 // nereus: the command-line entry point.
 
+#include "apps/nereus/storage_bench.h"
+#include "apps/nereus/storage_verify.h"
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
+#include <string>
 
 int main(int argc, char** argv) {
     CLI::App app{"Nereus: a streaming broker that speaks the Apache Pulsar protocol"};
     app.require_subcommand(1);
+    int status = 0;
 
     auto* standalone = app.add_subcommand("standalone", "Run a single-node broker");
     std::string data_dir = "./data";
@@ -15,9 +18,33 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "nereus standalone: the Pulsar-protocol broker is not implemented yet "
                      "(see the README's 'Not supported yet'). Nothing was started.\n");
-        throw CLI::RuntimeError(2);
+        status = 2;
     });
 
+    auto* storage = app.add_subcommand("storage", "Inspect and measure the storage layer");
+    storage->require_subcommand(1);
+
+    auto* verify = storage->add_subcommand(
+        "verify", "Check every segment, metadata record and object of a data directory");
+    std::string verify_dir = "./data";
+    verify->add_option("--data-dir", verify_dir, "Data directory")->capture_default_str();
+    verify->callback([&] { status = nereus::app::run_storage_verify(verify_dir); });
+
+    auto* bench = storage->add_subcommand(
+        "bench", "Raw fdatasync ceiling vs Nereus durable appends, and metadata CAS ops/s");
+    nereus::app::storage_bench_options bench_options;
+    bench
+        ->add_option("--data-dir", bench_options.data_dir,
+                     "Directory on the file system to measure (a fresh subdirectory is used)")
+        ->capture_default_str();
+    bench->add_option("--rounds", bench_options.rounds, "Interleaved rounds (at least 3)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
+    bench->add_option("--seconds", bench_options.seconds_per_run, "Seconds per run")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 60.0));
+    bench->callback([&] { status = nereus::app::run_storage_bench(bench_options); });
+
     CLI11_PARSE(app, argc, argv);
-    return 0;
+    return status;
 }

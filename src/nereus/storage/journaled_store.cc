@@ -261,6 +261,7 @@ void journaled_store::committer_loop() {
         if (pending_.appends.empty() && stop_) {
             break;
         }
+        linger(lock);
         std::swap(pending_, committing_);
         pending_.reset();
         const std::uint64_t group_seq = enqueued_seq_;
@@ -277,6 +278,26 @@ void journaled_store::committer_loop() {
         completed_seq_ = group_seq;
         drain_cv_.notify_all();
     }
+}
+
+void journaled_store::linger(std::unique_lock<std::mutex>& lock) {
+    // A closed-loop writer with W appends in flight re-appends as its completions fire; taking
+    // the queue at once would sync a small group and leave the rest for the next sync, so
+    // groups alternate between large and small and throughput halves. Wait briefly for the
+    // queue to reach the last group's size instead (bounded by half the last sync time).
+    const std::size_t target = last_group_appends_;
+    if (opts_.max_commit_delay.count() <= 0 || target <= 1 || stop_ || pending_.appends.empty() ||
+        pending_.appends.size() >= target) {
+        return;
+    }
+    const auto delay = std::min<std::chrono::nanoseconds>(opts_.max_commit_delay, last_sync_ / 2);
+    const auto deadline = std::chrono::steady_clock::now() + delay;
+    committer_idle_ = true;  // appenders notify while we wait
+    work_cv_.wait_until(lock, deadline, [&] {
+        return stop_ || pending_.appends.size() >= target ||
+               pending_.bytes.size() >= opts_.max_group_bytes;
+    });
+    committer_idle_ = false;
 }
 
 void journaled_store::commit_group(group& g) {
@@ -299,10 +320,13 @@ void journaled_store::commit_group(group& g) {
     }
     const auto block = std::span<std::byte>(g.bytes.data(), g.bytes.size());
     format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()));
+    const auto sync_start = std::chrono::steady_clock::now();
     auto r = journal_->write_at(journal_pos_, block);
     if (r) {
         r = journal_->sync();
     }
+    last_sync_ = std::chrono::steady_clock::now() - sync_start;
+    last_group_appends_ = g.appends.size();
     if (!r) {
         // The block's state on disk is unknown: fail it and everything after (never retry a
         // failed fdatasync, see file_system.h).

@@ -95,6 +95,8 @@ private:
 
     // --- commit path (committer thread) ---
     void committer_loop();
+    // Requires: mu_ held via `lock`; committer thread.
+    void linger(std::unique_lock<std::mutex>& lock);
     void commit_group(group& g);
     void maybe_checkpoint(std::uint64_t requests);
     result<void> roll_journal();
@@ -157,6 +159,10 @@ private:
     std::uint64_t next_incarnation_ = 1;
     std::thread::id committer_id_;
     bool committer_idle_ = false;
+    // Committer-only: size of the last group and duration of its journal write + sync, for
+    // the group-commit linger (store_options::max_commit_delay).
+    std::size_t last_group_appends_ = 0;
+    std::chrono::nanoseconds last_sync_{0};
     bool stop_ = false;
     bool closing_ = false;
     bool closed_ = false;

@@ -4,6 +4,7 @@
 //
 // Thread-safety: thread-compatible values.
 
+#include <chrono>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,11 @@ struct store_options {
     std::size_t max_group_bytes = 8ULL << 20;
     // A sparse index entry is kept per this many segment bytes.
     std::uint32_t index_interval_bytes = 32U << 10;
+    // Group-commit linger: when the previous group held more appends than are queued now (a
+    // closed-loop writer whose completions are still re-appending), the committer waits up to
+    // min(this, half the last journal sync) for the queue to refill before the next sync.
+    // Costs at most that much latency; 0 disables. A single sequential appender never waits.
+    std::chrono::microseconds max_commit_delay{500};
 };
 
 // Where and why recovery or a read found corruption (the error_code says only that it did).

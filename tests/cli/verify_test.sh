@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `nereus storage verify` passes a healthy data dir (written by a real appending process that
+# is then killed), then names the file and offset of a flipped byte and exits 1.
+set -euo pipefail
+nereus=$1
+child=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+"$child" "$dir/streams" > "$dir/acks.txt" 2>/dev/null &
+pid=$!
+for _ in $(seq 1 100); do  # up to 10 s for some durable appends
+    [ "$(wc -l < "$dir/acks.txt")" -gt 100 ] && break
+    sleep 0.1
+done
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+
+"$nereus" storage verify --data-dir "$dir" > "$dir/ok.txt"
+grep -q "verify: .* ok" "$dir/ok.txt" || { cat "$dir/ok.txt"; exit 1; }
+
+# Flip one byte inside the first record of the first sealed or active segment.
+seg=$(ls "$dir"/streams/streams/*/*.log | head -1)
+[ -s "$seg" ] || { echo "no segment data in $seg"; exit 1; }
+printf '\xff' | dd of="$seg" bs=1 seek=40 conv=notrunc 2>/dev/null
+set +e
+"$nereus" storage verify --data-dir "$dir" > "$dir/bad.txt"
+rc=$?
+set -e
+cat "$dir/bad.txt"
+[ "$rc" -eq 1 ] || { echo "verify exited $rc on a corrupt segment, want 1"; exit 1; }
+grep -q "CORRUPT: stream=.* file=$seg" "$dir/bad.txt" || { echo "corruption not located"; exit 1; }
+echo "ok"
