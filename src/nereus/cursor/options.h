@@ -1,0 +1,52 @@
+#pragma once
+
+// Tuning and wiring of a cursor handle.
+// Thread-safety: plain values (thread-compatible).
+
+#include "nereus/meta/types.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nereus::meta {
+class store;
+}
+namespace nereus::objects {
+class object_store;
+}
+
+namespace nereus::cursor {
+
+class stream_view;
+
+struct cursor_options {
+    // The root holds the whole state (INLINE) while its encoded size is at most this; above it
+    // the state spills to a snapshot object plus delta records (SPILLED). 0 = always spilled.
+    // Capped internally at what a metadata value can hold (meta::max_value_size - 4 KiB).
+    std::size_t spill_threshold_bytes = 64 * 1024;
+    // Bound on the (estimated, upper-bound) encoded state size. An ack that could take the state
+    // over it completes with ack_status::state_full before anything is applied.
+    std::size_t max_state_bytes = std::size_t{256} << 20;
+    // A delta record larger than this is written as a new snapshot instead.
+    std::size_t max_delta_bytes = 256 * 1024;
+    // The most requests one group commit takes.
+    std::size_t max_group = 4096;
+    // Stale delta keys erased per commit (piggybacked on the commit's multi).
+    std::size_t gc_erases_per_commit = 64;
+    // How often an unknown outcome is resolved by re-reading and retrying before giving up.
+    int max_unknown_retries = 8;
+    // First component of every root key.
+    std::string key_prefix = "cursors";
+};
+
+// What a cursor works with. Every pointer must outlive the cursor handle and every callback
+// of it; `owner` is the owner session of the writable ledger (checked in every multi).
+struct cursor_env {
+    meta::store* meta = nullptr;
+    objects::object_store* objects = nullptr;
+    stream_view* stream = nullptr;
+    meta::session_id owner = meta::no_session;
+};
+
+}  // namespace nereus::cursor

@@ -1,0 +1,159 @@
+// Engine behaviour beyond the scenarios: spill and compaction transitions, bytes per ack with
+// many holes, redelivery counts, lifecycle admission, group commit.
+
+#include "nereus/meta/sync.h"
+
+#include <gtest/gtest.h>
+
+#include "unit/cursor/support/harness.h"
+#include <future>
+
+namespace nereus::cursor::test {
+namespace {
+
+class CursorEngine : public ::testing::TestWithParam<meta_kind> {
+protected:
+    CursorEngine() : h_(GetParam()) {}
+    harness h_;
+};
+
+TEST_P(CursorEngine, SpillsCompactsAndReturnsInline) {
+    h_.options().spill_threshold_bytes = 512;
+    h_.stream().append_n(5000);
+    auto c = h_.create("c1");
+    const fence f = c->current_fence();
+    for (offset x = 1; x < 2000; x += 2) {
+        ASSERT_EQ(ok(ack_sync(*c, f, x)).status, ack_status::ok);
+    }
+    EXPECT_TRUE(c->snapshot().spilled);
+    // Deltas are compacted: the live delta keys stay few.
+    auto deltas = meta::list_sync(h_.meta(), c->keys().delta_prefix);
+    ASSERT_TRUE(deltas.has_value());
+    EXPECT_LT(deltas->size(), 200U);
+    // Only the referenced snapshot remains.
+    auto names = h_.objects().list(c->keys().object_prefix);
+    ASSERT_TRUE(names.has_value());
+    EXPECT_EQ(names->size(), 1U);
+    ok(ack_cumulative_sync(*c, f, 4000));
+    // The cumulative ack left a tiny state; the next compaction or fence op inlines it.
+    ok(skip_sync(*c, f, 1));
+    EXPECT_FALSE(c->snapshot().spilled);
+    c.reset();
+    h_.crash_meta();
+    c = h_.reopen("c1");
+    EXPECT_EQ(c->mark_delete(), 4002U);
+}
+
+// With 100k holes an individual ack writes bytes proportional to the change, not the state.
+TEST_P(CursorEngine, AckCostIndependentOfHoleCount) {
+    if (h_.memory_meta() != nullptr) {
+        GTEST_SKIP() << "measured once (RocksDB)";
+    }
+    h_.stream().append_n(300'000);
+    auto c = h_.create("c1");
+    const fence f = c->current_fence();
+    std::vector<std::promise<result<op_result>>> ps(100'000);
+    for (offset i = 0; i < 100'000; ++i) {
+        c->ack(f, 2 * i + 1, [&ps, i](result<op_result> r) { ps[i].set_value(std::move(r)); });
+    }
+    for (auto& p : ps) {
+        ASSERT_TRUE(p.get_future().get().has_value());
+    }
+    ASSERT_TRUE(c->snapshot().spilled);
+    const auto before = h_.fs().bytes_written();
+    auto root_before = meta::get_sync(h_.meta(), c->keys().root);
+    for (offset i = 0; i < 50; ++i) {
+        ASSERT_EQ(ok(ack_sync(*c, f, 250'000 + 2 * i)).status, ack_status::ok);
+    }
+    auto root_after = meta::get_sync(h_.meta(), c->keys().root);
+    ASSERT_TRUE(root_before && root_after && *root_before && *root_after);
+    // Snapshot writes (object store) amortize: at most one compaction in 50 acks here.
+    const auto object_bytes = h_.fs().bytes_written() - before;
+    EXPECT_LT((*root_after)->value.size(), 200U);
+    RecordProperty("object_bytes_for_50_acks", std::to_string(object_bytes));
+}
+
+TEST_P(CursorEngine, RedeliveryCountsLagNeverLead) {
+    h_.stream().append_n(10);
+    auto c = h_.create("c1");
+    const fence f = c->current_fence();
+    c->record_redelivery(3);
+    c->record_redelivery(3);
+    EXPECT_EQ(c->redelivery_count(3), 2U);
+    // No CAS yet: a crash loses them (lag), never invents them.
+    c.reset();
+    h_.crash_meta();
+    c = h_.reopen("c1");
+    EXPECT_EQ(c->redelivery_count(3), 0U);
+    c->record_redelivery(3);
+    c->record_redelivery(4);
+    ok(ack_sync(*c, f, 8));  // the next CAS carries them
+    c.reset();
+    h_.crash_meta();
+    c = h_.reopen("c1");
+    EXPECT_EQ(c->redelivery_count(3), 1U);
+    EXPECT_EQ(c->redelivery_count(4), 1U);
+    ok(ack_sync(*c, f, 3));  // acked entries drop their count
+    EXPECT_EQ(c->redelivery_count(3), 0U);
+    c->record_redelivery(4);
+    ASSERT_TRUE(close_sync(*c).has_value());  // close flushes
+    c = h_.reopen("c1");
+    EXPECT_EQ(c->redelivery_count(4), 2U);
+}
+
+TEST_P(CursorEngine, LifecycleAdmission) {
+    h_.stream().append_n(10);
+    auto c = h_.create("c1");
+    fence f = c->current_fence();
+    EXPECT_EQ(c->life(), lifecycle::protection_pending);
+    ok(ack_sync(*c, f, 1));  // admitted while pending
+    ok(activate_sync(*c, f));
+    EXPECT_EQ(c->life(), lifecycle::active);
+    EXPECT_EQ(ok(activate_sync(*c, f)).status, ack_status::ok);  // idempotent
+    ok(reset_sync(*c, f, reset_target::to_offset(5)));           // forward: stays ACTIVE
+    EXPECT_EQ(c->life(), lifecycle::active);
+    f = c->current_fence();
+    ok(remove_sync(*c, f));
+    const auto v = c->snapshot().root_version;
+    for (auto r : {ack_sync(*c, f, 2), reset_sync(*c, f, reset_target::earliest()),
+                   clear_backlog_sync(*c, f), skip_sync(*c, f, 1),
+                   put_property_sync(*c, f, "a", "b"), activate_sync(*c, f), remove_sync(*c, f)}) {
+        EXPECT_EQ(error_of(r), errc::cursor_deleted);
+    }
+    EXPECT_EQ(c->snapshot().root_version, v);  // nothing written
+    EXPECT_EQ(h_.create("c1")->current_fence().generation, f.generation + 1);
+    EXPECT_FALSE(create_sync(h_.env(), harness::id("c1"), initial_position::earliest()));
+}
+
+TEST_P(CursorEngine, FencesFromTheFutureAreInvalid) {
+    h_.stream().append_n(10);
+    auto c = h_.create("c1");
+    fence f = c->current_fence();
+    EXPECT_EQ(error_of(ack_sync(*c, fence{f.generation, f.epoch + 1}, 1)), errc::invalid_argument);
+    EXPECT_EQ(error_of(ack_sync(*c, fence{f.generation + 1, f.epoch}, 1)), errc::invalid_argument);
+}
+
+TEST_P(CursorEngine, GroupCommitSharesCas) {
+    h_.stream().append_n(5000);
+    auto c = h_.create("c1");
+    const fence f = c->current_fence();
+    const auto v0 = c->snapshot().root_version;
+    std::vector<std::promise<result<op_result>>> ps(5000);
+    for (offset x = 0; x < 5000; ++x) {
+        c->ack(f, x, [&ps, x](result<op_result> r) { ps[x].set_value(std::move(r)); });
+    }
+    for (auto& p : ps) {
+        ASSERT_EQ(ok(p.get_future().get()).status, ack_status::ok);
+    }
+    EXPECT_EQ(c->mark_delete(), 5000U);
+    // Far fewer root versions than acks (store-wide revisions: an upper bound on CASes).
+    EXPECT_LT(c->snapshot().root_version - v0, 5000U);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cursor,
+                         CursorEngine,
+                         ::testing::Values(meta_kind::memory, meta_kind::rocksdb),
+                         meta_kind_name);
+
+}  // namespace
+}  // namespace nereus::cursor::test
