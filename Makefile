@@ -3,6 +3,9 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 DATA_DIR ?= ./data
 JOBS ?= $(shell nproc)
+# ccache hits across clones of the repository (CI builds a fresh clone each time).
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
 
 .PHONY: all deps configure build run test bench clean format
 
