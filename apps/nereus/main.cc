@@ -1,5 +1,6 @@
 // nereus: the command-line entry point.
 
+#include "apps/nereus/cursor_bench.h"
 #include "apps/nereus/storage_bench.h"
 #include "apps/nereus/storage_verify.h"
 #include <CLI/CLI.hpp>
@@ -44,6 +45,19 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(0.1, 60.0));
     bench->callback([&] { status = nereus::app::run_storage_bench(bench_options); });
+
+    auto* cursor = app.add_subcommand("cursor", "Measure the cursor (ack state) engine");
+    cursor->require_subcommand(1);
+
+    auto* cursor_bench = cursor->add_subcommand(
+        "bench", "Ack throughput, bytes and CPU per ack vs existing holes; recovery time");
+    nereus::app::cursor_bench_options cursor_bench_options;
+    cursor_bench
+        ->add_option("--data-dir", cursor_bench_options.data_dir,
+                     "Directory on the file system to measure (a fresh subdirectory is used)")
+        ->capture_default_str();
+    cursor_bench->add_flag("--quick", cursor_bench_options.quick, "Shorter phases (< 1 min)");
+    cursor_bench->callback([&] { status = nereus::app::run_cursor_bench(cursor_bench_options); });
 
     CLI11_PARSE(app, argc, argv);
     return status;
