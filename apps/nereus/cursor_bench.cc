@@ -1,5 +1,6 @@
 #include "apps/nereus/cursor_bench.h"
 
+#include "nereus/base/counting_file_system.h"
 #include "nereus/base/file_system.h"
 #include "nereus/cursor/cursor.h"
 #include "nereus/cursor/stream_view.h"
@@ -129,79 +130,6 @@ private:
     std::atomic<std::uint64_t> delta_bytes_{0};
 };
 
-// Forwards to the real file system and counts the bytes written to files opened through it
-// (the object store's object files, temp files included: every byte an object costs).
-class counting_file_system final : public file_system {
-public:
-    explicit counting_file_system(std::shared_ptr<file_system> inner) : inner_(std::move(inner)) {}
-    [[nodiscard]] std::uint64_t bytes_written() const { return counters_->bytes.load(); }
-    [[nodiscard]] std::uint64_t syncs() const { return counters_->syncs.load(); }
-
-    result<std::unique_ptr<file>> open(const std::string& path, open_mode mode) override {
-        auto f = inner_->open(path, mode);
-        if (!f) {
-            return error(f.error());
-        }
-        return std::unique_ptr<file>(std::make_unique<counting_file>(std::move(*f), counters_));
-    }
-    result<void> remove(const std::string& p) override { return inner_->remove(p); }
-    result<void> rename(const std::string& a, const std::string& b) override {
-        return inner_->rename(a, b);
-    }
-    result<void> rename_noreplace(const std::string& a, const std::string& b) override {
-        return inner_->rename_noreplace(a, b);
-    }
-    result<void> create_dir(const std::string& p) override { return inner_->create_dir(p); }
-    result<void> create_dirs(const std::string& p) override { return inner_->create_dirs(p); }
-    result<void> remove_dir(const std::string& p) override { return inner_->remove_dir(p); }
-    result<void> sync_dir(const std::string& p) override { return inner_->sync_dir(p); }
-    result<std::vector<std::string>> list_dir(const std::string& p) override {
-        return inner_->list_dir(p);
-    }
-    result<bool> exists(const std::string& p) override { return inner_->exists(p); }
-    result<bool> is_dir(const std::string& p) override { return inner_->is_dir(p); }
-    result<std::uint64_t> file_size(const std::string& p) override { return inner_->file_size(p); }
-
-private:
-    struct counters {
-        std::atomic<std::uint64_t> bytes{0};
-        std::atomic<std::uint64_t> syncs{0};
-    };
-    class counting_file final : public file {
-    public:
-        counting_file(std::unique_ptr<file> f, std::shared_ptr<counters> n)
-            : f_(std::move(f)), n_(std::move(n)) {}
-        result<void> write_at(std::uint64_t o, bytes_view d) override {
-            n_->bytes.fetch_add(d.size());
-            return f_->write_at(o, d);
-        }
-        result<void> writev_at(std::uint64_t o, std::span<const bytes_view> p) override {
-            std::uint64_t n = 0;
-            for (const auto& b : p) {
-                n += b.size();
-            }
-            n_->bytes.fetch_add(n);
-            return f_->writev_at(o, p);
-        }
-        result<std::size_t> read_at(std::uint64_t o, std::span<std::byte> out) override {
-            return f_->read_at(o, out);
-        }
-        result<void> sync() override {
-            n_->syncs.fetch_add(1);
-            return f_->sync();
-        }
-        result<std::uint64_t> size() override { return f_->size(); }
-        result<void> truncate(std::uint64_t s) override { return f_->truncate(s); }
-        result<void> preallocate(std::uint64_t s) override { return f_->preallocate(s); }
-
-    private:
-        std::unique_ptr<file> f_;
-        std::shared_ptr<counters> n_;
-    };
-
-    std::shared_ptr<file_system> inner_;
-    std::shared_ptr<counters> counters_ = std::make_shared<counters>();
-};
 
 // A stream of a fixed length (the bench measures the cursor, not the stream log).
 class fixed_stream_view final : public cursor::stream_view {

@@ -1,5 +1,6 @@
 #include "apps/nereus/storage_bench.h"
 
+#include "nereus/base/counting_file_system.h"
 #include "nereus/base/crc32c.h"
 #include "nereus/base/file_system.h"
 #include "nereus/meta/rocksdb_store.h"
@@ -42,67 +43,6 @@ double median(std::vector<double> v) {
     return percentile(v, 0.5);
 }
 
-// Forwards to the real file system and counts every file sync, so the bench can show that
-// Nereus issues at least one fdatasync per G appends (the proof that no sync is skipped).
-class counting_file_system final : public file_system {
-public:
-    explicit counting_file_system(std::shared_ptr<file_system> inner) : inner_(std::move(inner)) {}
-    [[nodiscard]] std::uint64_t syncs() const { return syncs_->load(); }
-
-    result<std::unique_ptr<file>> open(const std::string& path, open_mode mode) override {
-        auto f = inner_->open(path, mode);
-        if (!f) {
-            return error(f.error());
-        }
-        return std::unique_ptr<file>(std::make_unique<counting_file>(std::move(*f), syncs_));
-    }
-    result<void> remove(const std::string& p) override { return inner_->remove(p); }
-    result<void> rename(const std::string& a, const std::string& b) override {
-        return inner_->rename(a, b);
-    }
-    result<void> rename_noreplace(const std::string& a, const std::string& b) override {
-        return inner_->rename_noreplace(a, b);
-    }
-    result<void> create_dir(const std::string& p) override { return inner_->create_dir(p); }
-    result<void> create_dirs(const std::string& p) override { return inner_->create_dirs(p); }
-    result<void> remove_dir(const std::string& p) override { return inner_->remove_dir(p); }
-    result<void> sync_dir(const std::string& p) override { return inner_->sync_dir(p); }
-    result<std::vector<std::string>> list_dir(const std::string& p) override {
-        return inner_->list_dir(p);
-    }
-    result<bool> exists(const std::string& p) override { return inner_->exists(p); }
-    result<bool> is_dir(const std::string& p) override { return inner_->is_dir(p); }
-    result<std::uint64_t> file_size(const std::string& p) override { return inner_->file_size(p); }
-
-private:
-    class counting_file final : public file {
-    public:
-        counting_file(std::unique_ptr<file> f, std::shared_ptr<std::atomic<std::uint64_t>> n)
-            : f_(std::move(f)), n_(std::move(n)) {}
-        result<void> write_at(std::uint64_t o, bytes_view d) override { return f_->write_at(o, d); }
-        result<void> writev_at(std::uint64_t o, std::span<const bytes_view> p) override {
-            return f_->writev_at(o, p);
-        }
-        result<std::size_t> read_at(std::uint64_t o, std::span<std::byte> out) override {
-            return f_->read_at(o, out);
-        }
-        result<void> sync() override {
-            n_->fetch_add(1);
-            return f_->sync();
-        }
-        result<std::uint64_t> size() override { return f_->size(); }
-        result<void> truncate(std::uint64_t s) override { return f_->truncate(s); }
-        result<void> preallocate(std::uint64_t s) override { return f_->preallocate(s); }
-
-    private:
-        std::unique_ptr<file> f_;
-        std::shared_ptr<std::atomic<std::uint64_t>> n_;
-    };
-
-    std::shared_ptr<file_system> inner_;
-    std::shared_ptr<std::atomic<std::uint64_t>> syncs_ =
-        std::make_shared<std::atomic<std::uint64_t>>(0);
-};
 
 // Totals of one side over its slices.
 struct tally {
