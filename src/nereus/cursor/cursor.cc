@@ -2,8 +2,10 @@
 
 #include "nereus/base/assert.h"
 #include "nereus/base/crc32c.h"
+#include "nereus/cursor/commit_timer.h"
 #include "nereus/cursor/errc.h"
 #include "nereus/cursor/logger.h"
+#include "nereus/cursor/op_merge.h"
 #include "nereus/cursor/snapshot_guard.h"
 #include "nereus/cursor/stream_view.h"
 #include "nereus/meta/errc.h"
@@ -12,7 +14,7 @@
 #include "nereus/objects/object_store.h"
 
 #include <algorithm>
-#include <random>
+#include <atomic>
 #include <type_traits>
 #include <utility>
 
@@ -152,16 +154,21 @@ meta::op check_owner(meta::session_id owner) {
     return meta::check_session{.session = owner};
 }
 
+// The object that holds a spilled root's snapshot (derived from the root's short reference).
+std::string snapshot_object(const cursor_keys& keys, const format::root_record& r) {
+    return keys.snapshot_name(r.generation, r.snapshot.seq, r.snapshot.writer, r.snapshot.nonce);
+}
+
+// Process-wide: with the writer's owner session it makes every snapshot name unique.
+std::atomic<std::uint64_t> g_snapshot_nonce{0};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // construction, create, open, recovery
 
 cursor::cursor(token, cursor_env env, cursor_id id, cursor_keys keys, cursor_options options)
-    : env_(env), id_(std::move(id)), keys_(std::move(keys)), options_(std::move(options)) {
-    std::random_device rd;
-    nonce_base_ = (std::uint64_t{rd()} << 32) ^ rd();
-}
+    : env_(env), id_(std::move(id)), keys_(std::move(keys)), options_(std::move(options)) {}
 
 cursor::~cursor() = default;
 
@@ -194,19 +201,19 @@ void cursor::load(const cursor_env& env,
     l->version = version;
     if (l->root.spilled) {
         const auto& ref = l->root.snapshot;
-        auto obj = env.objects->get(ref.name);
+        const std::string name = snapshot_object(keys, l->root);
+        auto obj = env.objects->get(name);
         if (!obj) {
             const auto ec = map_object_error(obj.error());
-            NEREUS_LOG(cursor_log(), err, "cursor {}: snapshot {} unreadable: {}", keys.root,
-                       ref.name, ec.message());
+            NEREUS_LOG(cursor_log(), err, "cursor {}: snapshot {} unreadable: {}", keys.root, name,
+                       ec.message());
             done(nereus::error(ec));
             return;
         }
         if (obj->bytes.size() != ref.size || obj->checksum != ref.checksum) {
             NEREUS_LOG(cursor_log(), err,
                        "cursor {}: snapshot {} has size {} crc {:08x}, root expects {} {:08x}",
-                       keys.root, ref.name, obj->bytes.size(), obj->checksum, ref.size,
-                       ref.checksum);
+                       keys.root, name, obj->bytes.size(), obj->checksum, ref.size, ref.checksum);
             done(nereus::error(errc::snapshot_mismatch));
             return;
         }
@@ -214,7 +221,7 @@ void cursor::load(const cursor_env& env,
             std::string_view(reinterpret_cast<const char*>(obj->bytes.data()), obj->bytes.size()));
         if (!snap) {
             NEREUS_LOG(cursor_log(), err, "cursor {}: snapshot {} does not decode: {}", keys.root,
-                       ref.name, snap.error().message());
+                       name, snap.error().message());
             done(nereus::error(snap.error()));
             return;
         }
@@ -232,8 +239,9 @@ void cursor::load(const cursor_env& env,
             done(nereus::error(r.error()));
             return;
         }
-        const std::uint64_t first = l->root.delta_first;
-        const std::uint64_t next = l->root.delta_next;
+        // Spilled: the deltas are exactly the sequence numbers snapshot.seq + 1 .. commit_seq.
+        const std::uint64_t first = l->root.spilled ? l->root.snapshot.seq + 1 : 0;
+        const std::uint64_t next = l->root.spilled ? l->root.commit_seq + 1 : 0;
         std::uint64_t want = first;
         for (const auto& kr : *r) {
             auto seq = keys.delta_seq(kr.key);
@@ -251,12 +259,16 @@ void cursor::load(const cursor_env& env,
                 done(nereus::error(errc::delta_missing));
                 return;
             }
-            auto d = format::decode_delta(kr.rec.value);
-            if (!d || d->seq != *seq || d->generation != l->root.generation) {
-                NEREUS_LOG(cursor_log(), err, "cursor {}: delta {} is corrupt", keys.root, *seq);
-                done(nereus::error(d ? make_error_code(errc::corrupt_delta) : d.error()));
+            // The generation and seq are bound into the delta's checksum: a delta of another
+            // generation or under another key does not decode.
+            auto d = format::decode_delta(kr.rec.value, l->root.generation, *seq);
+            if (!d) {
+                NEREUS_LOG(cursor_log(), err, "cursor {}: delta {} is corrupt: {}", keys.root, *seq,
+                           d.error().message());
+                done(nereus::error(d.error()));
                 return;
             }
+            l->root.delta_bytes += kr.rec.value.size();
             for (const auto& op : d->ops) {
                 if (!l->root.state.validate(op)) {
                     done(nereus::error(errc::corrupt_delta));
@@ -378,8 +390,8 @@ void cursor::create(cursor_env env,
                 return;
             }
             root.generation = old->generation + 1;
+            // commit_seq continues, so the old generation's delta numbers are never reused.
             root.commit_seq = old->commit_seq;
-            root.delta_first = root.delta_next = old->delta_next;
             x->expected = (*r)->ver;
         }
         const stream_view& s = *x->env.stream;
@@ -468,7 +480,7 @@ result<std::size_t> cursor::collect_garbage() {
     for (const auto& name : *names) {
         {
             const std::lock_guard lock(mu_);
-            if ((root_.spilled && name == root_.snapshot.name) ||
+            if ((root_.spilled && name == snapshot_object(keys_, root_)) ||
                 snapshot_guard::is_protected(name)) {
                 continue;
             }
@@ -504,10 +516,6 @@ op_result cursor::result_with(ack_status s) const {
 
 std::size_t cursor::inline_limit() const {
     return std::min(options_.spill_threshold_bytes, meta::max_value_size - 4096);
-}
-
-std::string cursor::next_snapshot_name(std::uint64_t seq) {
-    return keys_.snapshot_name(root_.generation, seq, nonce_base_ + nonce_counter_++);
 }
 
 std::optional<result<op_result>> cursor::pre_check(const request& r) const {
@@ -705,6 +713,9 @@ void cursor::record_redelivery(offset entry) {
 // the commit pipeline (all with mu_ held)
 
 void cursor::pump(std::vector<completion>& out) {
+    if (holding_) {
+        return;  // the callbacks of the last CAS are running; the next group is formed after them
+    }
     while (!in_flight_ && !queue_.empty()) {
         if (queue_.front().alone()) {
             request r = std::move(queue_.front());
@@ -715,20 +726,81 @@ void cursor::pump(std::vector<completion>& out) {
             }
             start_fence_op(std::move(r), out);
         } else {
+            if (linger()) {
+                return;
+            }
             start_group(out);
         }
     }
 }
 
+bool cursor::linger() {
+    // A closed-loop client with W requests in flight re-issues them as their completions fire;
+    // taking the queue at once would send a small group and leave the rest for the next CAS,
+    // so groups would alternate small and large. Wait briefly for the queue to reach the last
+    // group's size instead (like storage's journaled_store). Bounded; never for a lone requester.
+    const std::size_t target = std::min(last_group_, options_.max_group);
+    if (linger_expired_ || options_.max_commit_linger.count() <= 0 || target <= 1 ||
+        queue_.size() >= target || closed_ || broken_) {
+        return false;
+    }
+    const auto delay = std::min<std::chrono::steady_clock::duration>(options_.max_commit_linger,
+                                                                     last_cas_latency_ / 2);
+    if (delay.count() <= 0) {
+        return false;
+    }
+    if (!linger_armed_) {
+        linger_armed_ = true;
+        const std::uint64_t token = ++linger_token_;
+        // The timer keeps the handle alive until the group is sent (like an in-flight CAS).
+        commit_timer::schedule(
+            commit_timer::clock::now() + delay,
+            [self = shared_from_this(), token] { self->on_linger_timer(token); });
+    }
+    return true;
+}
+
+void cursor::on_linger_timer(std::uint64_t token) {
+    std::vector<completion> out;
+    {
+        const std::lock_guard lock(mu_);
+        if (!linger_armed_ || token != linger_token_) {
+            return;  // the group already started
+        }
+        linger_armed_ = false;
+        linger_expired_ = true;
+        pump(out);
+    }
+    run(out);
+}
+
+void cursor::complete_then_pump(std::unique_lock<std::mutex>& lock, std::vector<completion>& out) {
+    holding_ = true;
+    lock.unlock();
+    run(out);
+    lock.lock();
+    holding_ = false;
+    pump(out);
+    lock.unlock();
+    run(out);
+}
+
 bool cursor::start_group(std::vector<completion>& out) {
     auto c = std::make_shared<commit>();
+    linger_armed_ = false;  // a pending timer finds nothing to do
+    linger_expired_ = false;
+    std::size_t taken = 0;
     std::size_t budget = state_.estimated_bytes();
     bool force = false;
     bool closing = false;
+    // Batch sizes named in this group per entry (pre_check compares with the confirmed state
+    // only; two acks of one entry in a group must agree too).
+    std::map<offset, std::uint32_t> batch_sizes;
     while (!queue_.empty() && !queue_.front().alone() && !closing &&
            c->members.size() < options_.max_group) {
         request r = std::move(queue_.front());
         queue_.pop_front();
+        ++taken;
         if (auto rej = pre_check(r)) {
             out.emplace_back([done = std::move(r.done), res = std::move(*rej)] { done(res); });
             continue;
@@ -760,10 +832,21 @@ bool cursor::start_group(std::vector<completion>& out) {
             });
             continue;
         }
+        if (const auto* b = std::get_if<ack_batch_op>(&op)) {
+            auto [it, fresh] = batch_sizes.emplace(b->entry, b->acked.size());
+            if (!fresh && it->second != b->acked.size()) {
+                out.emplace_back(
+                    [done = std::move(r.done)] { done(nereus::error(errc::invalid_argument)); });
+                continue;
+            }
+        }
         budget += cost;
         c->ops.push_back(op);
         c->members.push_back(std::move(r));
     }
+    last_group_ = taken;
+    // One range op per run of adjacent acks, one batch op per entry (op_merge.h).
+    c->ops = merge_ops(state_, std::move(c->ops));
     if (!pending_redeliveries_.empty() && (!c->ops.empty() || force)) {
         for (const auto& [e, n] : pending_redeliveries_) {
             if (state_.is_acked(e)) {
@@ -797,7 +880,8 @@ bool cursor::start_group(std::vector<completion>& out) {
         start_full_commit(std::move(c), std::move(next), out);
         return true;
     }
-    format::delta_record d{root_.generation, root_.delta_next, c->ops};
+    // The delta of CAS number commit_seq is d/<commit_seq>.
+    format::delta_record d{root_.generation, c->next_root.commit_seq, c->ops};
     std::string delta = format::encode_delta(d);
     const std::uint64_t compact_at = std::max<std::uint64_t>(inline_limit(), root_.snapshot.size);
     if (delta.size() > options_.max_delta_bytes || root_.delta_bytes + delta.size() >= compact_at) {
@@ -809,13 +893,12 @@ bool cursor::start_group(std::vector<completion>& out) {
         start_full_commit(std::move(c), std::move(next), out);
         return true;
     }
-    c->next_root.delta_next += 1;
     c->next_root.delta_bytes += delta.size();
     c->root_bytes = format::encode_root(c->next_root);
     c->multi.emplace_back(check_owner(env_.owner));
     c->multi.emplace_back(
         meta::put{.key = keys_.root, .value = c->root_bytes, .expected = root_version_});
-    c->multi.emplace_back(meta::put{.key = keys_.delta_key(root_.delta_next),
+    c->multi.emplace_back(meta::put{.key = keys_.delta_key(c->next_root.commit_seq),
                                     .value = std::move(delta),
                                     .expected = meta::absent});
     append_gc_erases(*c, options_.gc_erases_per_commit);
@@ -896,17 +979,9 @@ void cursor::start_fence_op(request r, std::vector<completion>& out) {
             }
             c->next_root.life = lifecycle::active;
             fr.position = old_mdo;
-            if (root_.spilled) {
-                // Only the root's lifecycle changes: the snapshot and deltas stay.
-                c->members.push_back(std::move(r));
-                c->root_bytes = format::encode_root(c->next_root);
-                c->multi.emplace_back(check_owner(env_.owner));
-                c->multi.emplace_back(meta::put{
-                    .key = keys_.root, .value = c->root_bytes, .expected = root_version_});
-                append_gc_erases(*c, options_.gc_erases_per_commit);
-                send(std::move(c));
-                return;
-            }
+            // A whole-state commit even when spilled: in spilled mode every CAS after the
+            // snapshot writes exactly one delta (the deltas are snapshot.seq + 1 .. commit_seq),
+            // so a root-only change is written as a fresh snapshot (activation is rare).
             next = state_;
             break;
         case req_kind::remove:
@@ -927,37 +1002,53 @@ void cursor::start_full_commit(std::shared_ptr<commit> c,
     auto& nr = c->next_root;
     nr.spilled = false;
     nr.snapshot = format::snapshot_ref();
-    nr.delta_first = nr.delta_next;
     nr.delta_bytes = 0;
     nr.state = std::move(next);
     if (root_.spilled) {
-        for (std::uint64_t s = root_.delta_first; s < root_.delta_next; ++s) {
+        for (std::uint64_t s = root_.snapshot.seq + 1; s <= root_.commit_seq; ++s) {
             c->new_stale.push_back(s);
         }
-        c->replaced_snapshot = root_.snapshot.name;
+        c->replaced_snapshot = snapshot_object(keys_, root_);
     }
     std::string bytes = format::encode_root(nr);
     if (bytes.size() <= inline_limit()) {
         c->root_bytes = std::move(bytes);
     } else {
-        const std::string name = next_snapshot_name(nr.commit_seq);
         const std::string snap =
             format::encode_snapshot({keys_.root, nr.generation, nr.commit_seq}, nr.state);
-        snapshot_guard::protect(name);
-        c->protected_snapshot = name;
-        // Written FIRST and durable before the root CAS can reference it.
-        auto put = env_.objects->put_if_absent(
-            name, bytes_view(reinterpret_cast<const std::byte*>(snap.data()), snap.size()));
-        if (!put || *put == objects::put_outcome::already_exists_different) {
+        nr.spilled = true;
+        nr.snapshot = format::snapshot_ref{.seq = nr.commit_seq,
+                                           .writer = meta::raw(env_.owner),
+                                           .nonce = 0,
+                                           .size = snap.size(),
+                                           .checksum = crc32c::value(snap.data(), snap.size())};
+        // Written FIRST and durable before the root CAS can reference it. A name is unique per
+        // (writer session, process-wide nonce); should one be taken anyway (a session id reused
+        // by another process), the next nonce is tried: an existing object is never adopted.
+        result<objects::put_outcome> put = nereus::error(errc::snapshot_mismatch);
+        std::string name;
+        for (int attempt = 0; attempt < 4; ++attempt) {
+            nr.snapshot.nonce = g_snapshot_nonce.fetch_add(1, std::memory_order_relaxed);
+            name = snapshot_object(keys_, nr);
+            snapshot_guard::protect(name);
+            put = env_.objects->put_if_absent(
+                name, bytes_view(reinterpret_cast<const std::byte*>(snap.data()), snap.size()));
+            if (put && *put == objects::put_outcome::created) {
+                break;
+            }
+            snapshot_guard::release(name);
             NEREUS_LOG(cursor_log(), err, "cursor {}: snapshot {} put failed: {}", keys_.root, name,
                        put ? "name taken" : put.error().message());
+            if (!put) {
+                break;
+            }
+        }
+        if (!put || *put != objects::put_outcome::created) {
             c->next_state = std::move(nr.state);
             fail_commit(c, put ? make_error_code(errc::snapshot_mismatch) : put.error(), out);
             return;
         }
-        nr.spilled = true;
-        nr.snapshot = format::snapshot_ref{name, nr.commit_seq, snap.size(),
-                                           crc32c::value(snap.data(), snap.size())};
+        c->protected_snapshot = name;
         c->root_bytes = format::encode_root(nr);  // nr.spilled: the state is not encoded
     }
     c->next_state = std::move(nr.state);
@@ -988,6 +1079,7 @@ void cursor::append_gc_erases(commit& c, std::size_t limit) {
 
 void cursor::send(std::shared_ptr<commit> c) {
     in_flight_ = true;
+    sent_at_ = std::chrono::steady_clock::now();
     auto ops = c->multi;
     env_.meta->multi(std::move(ops), [self = shared_from_this(), c](result<meta::multi_result> r) {
         self->on_multi(c, std::move(r));
@@ -997,7 +1089,8 @@ void cursor::send(std::shared_ptr<commit> c) {
 void cursor::on_multi(const std::shared_ptr<commit>& c, result<meta::multi_result> r) {
     std::vector<completion> out;
     {
-        const std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
+        last_cas_latency_ = std::chrono::steady_clock::now() - sent_at_;
         if (!r) {
             if (r.error() == meta::errc::unknown_outcome) {
                 resolve_unknown(c);
@@ -1018,9 +1111,8 @@ void cursor::on_multi(const std::shared_ptr<commit>& c, result<meta::multi_resul
             on_lost_race(c);
             return;
         }
-        pump(out);
+        complete_then_pump(lock, out);
     }
-    run(out);
 }
 
 void cursor::resolve_unknown(std::shared_ptr<commit> c) {
@@ -1030,7 +1122,7 @@ void cursor::resolve_unknown(std::shared_ptr<commit> c) {
         keys_.root, [self = shared_from_this(), c](result<std::optional<meta::record>> g) {
             std::vector<completion> out;
             {
-                const std::lock_guard lock(self->mu_);
+                std::unique_lock lock(self->mu_);
                 if (!g) {
                     self->fail_commit(c, g.error(), out);
                     self->break_handle(g.error(), out);
@@ -1047,9 +1139,8 @@ void cursor::resolve_unknown(std::shared_ptr<commit> c) {
                     self->on_lost_race(c);
                     return;
                 }
-                self->pump(out);
+                self->complete_then_pump(lock, out);
             }
-            run(out);
         });
 }
 
@@ -1071,7 +1162,7 @@ void cursor::on_applied(const std::shared_ptr<commit>& c,
         snapshot_guard::release(*c->protected_snapshot);
     }
     if (c->replaced_snapshot && !c->replaced_snapshot->empty() &&
-        !(root_.spilled && root_.snapshot.name == *c->replaced_snapshot)) {
+        !(root_.spilled && snapshot_object(keys_, root_) == *c->replaced_snapshot)) {
         // No root references it any more: remove it now (else the next open's GC does).
         if (auto rm = env_.objects->remove(*c->replaced_snapshot); !rm) {
             NEREUS_LOG(cursor_log(), warn, "cursor {}: removing old snapshot {}: {}", keys_.root,

@@ -9,6 +9,11 @@
 // superseded owner is rejected even when the root's version still matches. Requests that arrive
 // while a CAS is in flight are grouped and share the next CAS (group commit; at most one CAS in
 // flight per handle). A request completes with ack_status::ok only after its CAS is durable.
+// When a CAS completes, its requests' callbacks run first and the next group is formed after
+// them (so requests re-issued from those callbacks join it); and when fewer requests are queued
+// than the previous group took, the next CAS lingers briefly (cursor_options::max_commit_linger,
+// at most half the last CAS latency) for the queue to refill, ended by the process-wide
+// commit_timer thread, never by blocking the metadata store's callback thread.
 //
 // Requests carry a `fence` (generation, ackStateEpoch). Acks check both; property writes,
 // resets, clear, skip, activate and delete check the generation. A stale fence completes with
@@ -25,9 +30,10 @@
 //   alive. Dropping the last reference without close() is a "crash" of this handle: nothing is
 //   flushed (pending redelivery counts are lost; durable state is unaffected).
 // Thread-safety: thread-safe. Completions run on the metadata store's callback thread, or
-//   inline on the caller's thread when a request is rejected before any I/O; never with an
-//   internal lock held. Snapshot writes and object-store reads block the thread that starts
-//   the commit (caller or store callback thread).
+//   inline on the caller's thread when a request is rejected before any I/O, or on the cursor's
+//   commit_timer thread when a lingering group is started by the timer and rejects a request;
+//   never with an internal lock held. Snapshot writes and object-store reads block the thread
+//   that starts the commit (caller, store callback thread, or the commit_timer thread).
 // Durability: `ok` means durable (for a durable meta backend) and applied: every read
 //   accessor reflects only durable, confirmed state. record_redelivery() is in memory until the
 //   next CAS.
@@ -41,6 +47,7 @@
 #include "nereus/cursor/types.h"
 #include "nereus/meta/op.h"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -193,6 +200,12 @@ private:
     void submit(request r);
     std::optional<result<op_result>> pre_check(const request& r) const;
     void pump(std::vector<completion>& out);
+    // True (and a timer armed) when the next group should wait for the queue to refill.
+    bool linger();
+    void on_linger_timer(std::uint64_t token);
+    // Runs `out` (the completions of a finished CAS) without the lock, then forms the next
+    // group, then runs what that produced. Requires: `lock` holds mu_; returns unlocked.
+    void complete_then_pump(std::unique_lock<std::mutex>& lock, std::vector<completion>& out);
     bool start_group(std::vector<completion>& out);
     void start_fence_op(request r, std::vector<completion>& out);
     // Chooses inline root or snapshot + root for a whole new state, then sends the CAS.
@@ -213,7 +226,6 @@ private:
     void append_gc_erases(commit& c, std::size_t limit);
     std::size_t inline_limit() const;
     op_result result_with(ack_status s) const;
-    std::string next_snapshot_name(std::uint64_t seq);
     static void run(std::vector<completion>& out);
 
     cursor_env env_;
@@ -232,8 +244,14 @@ private:
     std::error_code broken_;  // set: every later request fails with it
     std::map<offset, std::uint32_t> pending_redeliveries_;
     std::vector<std::uint64_t> stale_deltas_;
-    std::uint64_t nonce_base_ = 0;
-    std::uint64_t nonce_counter_ = 0;
+    // Group commit: callbacks of a finished CAS are running (pump waits for them).
+    bool holding_ = false;
+    std::size_t last_group_ = 0;  // requests the last group took from the queue
+    std::chrono::steady_clock::time_point sent_at_;
+    std::chrono::steady_clock::duration last_cas_latency_{};
+    bool linger_armed_ = false;    // a commit_timer wake-up is pending for linger_token_
+    bool linger_expired_ = false;  // the linger ended: start the next group now
+    std::uint64_t linger_token_ = 0;
 };
 
 }  // namespace nereus::cursor

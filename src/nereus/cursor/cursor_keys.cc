@@ -36,7 +36,7 @@ result<cursor_keys> cursor_keys::make(std::string_view key_prefix, const cursor_
     k.object_prefix = fmt::format("cursor/{}/{}/", ledger, name);
     // The longest snapshot name must stay valid.
     const std::string longest =
-        k.snapshot_name(~std::uint64_t{0}, ~std::uint64_t{0}, ~std::uint64_t{0});
+        k.snapshot_name(~std::uint64_t{0}, ~std::uint64_t{0}, ~std::uint64_t{0}, ~std::uint64_t{0});
     if (!objects::validate_object_name(longest)) {
         return nereus::error(errc::invalid_argument);
     }
@@ -63,8 +63,9 @@ std::optional<std::uint64_t> cursor_keys::delta_seq(std::string_view key) const 
 
 std::string cursor_keys::snapshot_name(std::uint64_t generation,
                                        std::uint64_t seq,
+                                       std::uint64_t writer,
                                        std::uint64_t nonce) const {
-    return fmt::format("{}g{}-s{}-{:016x}", object_prefix, generation, seq, nonce);
+    return fmt::format("{}g{}-s{}-w{}-n{}", object_prefix, generation, seq, writer, nonce);
 }
 
 }  // namespace nereus::cursor

@@ -4,7 +4,7 @@
 //
 //   root     meta key    <prefix>/<ledger>/<name>
 //   deltas   meta keys   <prefix>/<ledger>/<name>/d/<seq, 20 decimal digits>
-//   snapshot objects     cursor/<ledger>/<name>/g<generation>-s<seq>-<16 hex nonce>
+//   snapshot objects     cursor/<ledger>/<name>/g<generation>-s<seq>-w<writer>-n<nonce>
 //
 // <ledger> and <name> are escaped: bytes [A-Za-z0-9-] stay, every other byte becomes "_hh"
 // (two lower-case hex digits), so escaped names never contain '/', two cursors never share a
@@ -41,8 +41,11 @@ struct cursor_keys {
     [[nodiscard]] std::string delta_key(std::uint64_t seq) const;
     // The sequence of a key under delta_prefix, or nullopt when it is not a delta key.
     [[nodiscard]] std::optional<std::uint64_t> delta_seq(std::string_view key) const;
+    // (writer, nonce) is unique per snapshot a process writes (writer = its owner session,
+    // nonce = a process-wide counter), so a name is never reused.
     [[nodiscard]] std::string snapshot_name(std::uint64_t generation,
                                             std::uint64_t seq,
+                                            std::uint64_t writer,
                                             std::uint64_t nonce) const;
 };
 

@@ -31,10 +31,14 @@ void put_str(std::string& out, std::string_view s) {
     put_varint(out, s.size());
     out.append(s);
 }
+// varint size, then ceil(size / 8) bytes, bit i in byte i / 8 at position i % 8.
 void put_bits(std::string& out, const batch_bits& b) {
     put_varint(out, b.size());
+    std::size_t left = (std::size_t{b.size()} + 7) / 8;
     for (auto w : b.words()) {
-        put_fixed(out, w, 8);
+        for (int i = 0; i < 8 && left > 0; ++i, --left) {
+            out.push_back(static_cast<char>((w >> (8 * i)) & 0xffU));
+        }
     }
 }
 void put_props(std::string& out, const property_map& props) {
@@ -49,7 +53,7 @@ std::string begin_record(record_kind kind, std::size_t reserve) {
     std::string out;
     out.reserve(header_size + reserve + trailer_size);
     put_fixed(out, magic, 4);
-    put_fixed(out, version_v1, 2);
+    put_fixed(out, format_version, 2);
     put_u8(out, static_cast<std::uint8_t>(kind));
     put_u8(out, 0);
     put_fixed(out, 0, 4);  // body length, patched by end_record
@@ -159,13 +163,13 @@ public:
         if (!u32(size) || size == 0 || size > batch_bits::max_size) {
             return false;
         }
-        const std::size_t words = (std::size_t{size} + 63) / 64;
-        if (words > (in_.size() - pos_) / 8) {
+        const std::size_t bytes = (std::size_t{size} + 7) / 8;
+        if (bytes > in_.size() - pos_) {
             return false;
         }
-        std::vector<std::uint64_t> w(words);
-        for (auto& x : w) {
-            fixed(x, 8);
+        std::vector<std::uint64_t> w((std::size_t{size} + 63) / 64, 0);
+        for (std::size_t i = 0; i < bytes; ++i) {
+            w[i / 8] |= std::uint64_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * (i % 8));
         }
         b = batch_bits::from_words(size, std::move(w));
         return b.valid();
@@ -189,6 +193,14 @@ public:
         return true;
     }
     bool done() const { return pos_ == in_.size(); }
+    bool fixed32(std::uint32_t& v) {
+        std::uint64_t x = 0;
+        if (!fixed(x, 4)) {
+            return false;
+        }
+        v = static_cast<std::uint32_t>(x);
+        return true;
+    }
 
 private:
     std::string_view in_;
@@ -298,7 +310,7 @@ result<std::string_view> open_record(std::string_view bytes, record_kind kind, e
     if (crc != crc32c::value(bytes.data(), bytes.size() - trailer_size)) {
         return nereus::error(bad);
     }
-    if (ver != version_v1) {
+    if (ver != format_version) {
         return nereus::error(errc::unsupported_format);
     }
     return bytes.substr(header_size, len);
@@ -428,22 +440,20 @@ bool get_op(reader& r, state_op& op) {
 }  // namespace
 
 std::string encode_root(const root_record& r) {
-    std::string out = begin_record(
-        record_kind::root, r.spilled ? 96 + r.snapshot.name.size() : r.state.estimated_bytes());
+    std::string out =
+        begin_record(record_kind::root, r.spilled ? 64 : 32 + r.state.estimated_bytes());
     put_varint(out, r.generation);
     put_varint(out, r.epoch);
     put_u8(out, static_cast<std::uint8_t>(r.life));
     put_varint(out, r.commit_seq);
     put_varint(out, r.writer);
-    put_varint(out, r.delta_first);
-    put_varint(out, r.delta_next);
-    put_varint(out, r.delta_bytes);
     put_u8(out, r.spilled ? 1 : 0);
     if (!r.spilled) {
         put_state(out, r.state);
     } else {
-        put_str(out, r.snapshot.name);
-        put_varint(out, r.snapshot.seq);
+        put_varint(out, r.commit_seq - r.snapshot.seq);  // the delta count
+        put_varint(out, r.snapshot.writer);
+        put_varint(out, r.snapshot.nonce);
         put_varint(out, r.snapshot.size);
         put_fixed(out, r.snapshot.checksum, 4);
     }
@@ -462,24 +472,23 @@ result<root_record> decode_root(std::string_view bytes) {
     if (!r.varint(out.generation) || !r.varint(out.epoch) || !r.u8(life) ||
         life < static_cast<std::uint8_t>(lifecycle::protection_pending) ||
         life > static_cast<std::uint8_t>(lifecycle::deleted) || !r.varint(out.commit_seq) ||
-        !r.varint(out.writer) || !r.varint(out.delta_first) || !r.varint(out.delta_next) ||
-        !r.varint(out.delta_bytes) || out.delta_first > out.delta_next || !r.u8(mode) || mode > 1) {
+        !r.varint(out.writer) || !r.u8(mode) || mode > 1) {
         return nereus::error(errc::corrupt_root);
     }
     out.life = static_cast<lifecycle>(life);
     out.spilled = mode == 1;
     if (!out.spilled) {
-        // Inline: the state is here, and there are no deltas.
-        if (out.delta_first != out.delta_next || out.delta_bytes != 0 || !get_state(r, out.state)) {
+        if (!get_state(r, out.state)) {
             return nereus::error(errc::corrupt_root);
         }
     } else {
-        std::uint64_t crc = 0;
-        if (!r.str(out.snapshot.name) || out.snapshot.name.empty() || !r.varint(out.snapshot.seq) ||
-            !r.varint(out.snapshot.size) || !r.fixed(crc, 4)) {
+        std::uint64_t deltas = 0;
+        if (!r.varint(deltas) || deltas > out.commit_seq || !r.varint(out.snapshot.writer) ||
+            !r.varint(out.snapshot.nonce) || !r.varint(out.snapshot.size) ||
+            out.snapshot.size < header_size + trailer_size || !r.fixed32(out.snapshot.checksum)) {
             return nereus::error(errc::corrupt_root);
         }
-        out.snapshot.checksum = static_cast<std::uint32_t>(crc);
+        out.snapshot.seq = out.commit_seq - deltas;
     }
     if (!r.done()) {
         return nereus::error(errc::corrupt_root);
@@ -511,36 +520,61 @@ result<std::pair<snapshot_header, cursor_state>> decode_snapshot(std::string_vie
     return out;
 }
 
+namespace {
+
+constexpr std::uint8_t delta_tag(std::uint16_t version) {
+    return static_cast<std::uint8_t>((static_cast<unsigned>(record_kind::delta) << 4U) |
+                                     (version & 0x0fU));
+}
+
+// crc32c over varint generation, varint seq, then the record's bytes before the trailer.
+std::uint32_t delta_crc(std::uint64_t generation, std::uint64_t seq, std::string_view bytes) {
+    std::string bound;
+    put_varint(bound, generation);
+    put_varint(bound, seq);
+    return crc32c::extend(crc32c::value(bound.data(), bound.size()), bytes.data(), bytes.size());
+}
+
+}  // namespace
+
 std::string encode_delta(const delta_record& d) {
-    std::string out = begin_record(record_kind::delta, 16 + d.ops.size() * 12);
-    put_varint(out, d.generation);
-    put_varint(out, d.seq);
-    put_varint(out, d.ops.size());
+    std::string out;
+    out.reserve(delta_overhead + d.ops.size() * 12);
+    put_u8(out, delta_tag(format_version));
     for (const auto& op : d.ops) {
         put_op(out, op);
     }
-    return end_record(std::move(out));
+    put_fixed(out, delta_crc(d.generation, d.seq, out), 4);
+    return out;
 }
 
-result<delta_record> decode_delta(std::string_view bytes) {
-    auto body = open_record(bytes, record_kind::delta, errc::corrupt_delta);
-    if (!body) {
-        return nereus::error(body.error());
-    }
-    reader r(*body);
-    delta_record out;
-    std::uint64_t n = 0;
-    if (!r.varint(out.generation) || !r.varint(out.seq) || !r.count(n, 2) || n == 0) {
+result<delta_record> decode_delta(std::string_view bytes,
+                                  std::uint64_t generation,
+                                  std::uint64_t seq) {
+    // At least the tag, one op (tag + a varint) and the trailer.
+    if (bytes.size() < delta_overhead + 2) {
         return nereus::error(errc::corrupt_delta);
     }
-    out.ops.resize(n);
-    for (auto& op : out.ops) {
-        if (!get_op(r, op)) {
+    const std::string_view head = bytes.substr(0, bytes.size() - trailer_size);
+    reader t(bytes.substr(head.size()));
+    std::uint32_t crc = 0;
+    t.fixed32(crc);
+    const auto tag = static_cast<std::uint8_t>(head[0]);
+    if ((tag >> 4U) != static_cast<unsigned>(record_kind::delta) ||
+        crc != delta_crc(generation, seq, head)) {
+        return nereus::error(errc::corrupt_delta);
+    }
+    if (tag != delta_tag(format_version)) {
+        return nereus::error(errc::unsupported_format);
+    }
+    reader r(head.substr(1));
+    delta_record out;
+    out.generation = generation;
+    out.seq = seq;
+    while (!r.done()) {
+        if (!get_op(r, out.ops.emplace_back())) {
             return nereus::error(errc::corrupt_delta);
         }
-    }
-    if (!r.done()) {
-        return nereus::error(errc::corrupt_delta);
     }
     return out;
 }

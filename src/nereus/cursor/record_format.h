@@ -3,10 +3,13 @@
 // The cursor's persisted records: the ROOT (meta store), the SNAPSHOT (object store) and the
 // DELTA (meta store). Byte layouts, versioning and recovery rules: doc/format/cursor.md.
 //
-// Every record is framed as
+// Roots and snapshots are framed as
 //   magic "NCUR" (u32 LE 0x5255434e) | format version u16 LE | kind u8 | reserved u8 (0)
-//   | body length u32 LE | body | crc32c u32 LE over every preceding byte
-// and decoding is strict: wrong magic, kind or length, a checksum mismatch, a truncated or
+//   | body length u32 LE | body | crc32c u32 LE over every preceding byte;
+// deltas (the per-CAS record, kept small) as
+//   tag u8 (kind << 4 | version) | ops | crc32c u32 LE over varint generation, varint seq and
+//   every preceding byte (generation and seq are implied by the key, not stored).
+// Decoding is strict: wrong magic, kind or length, a checksum mismatch, a truncated or
 // overlong body, a non-canonical value, or a state that breaks an invariant of cursor_state
 // all fail with the record's typed error (errc::corrupt_root / corrupt_snapshot /
 // corrupt_delta), a valid checksum over an unknown version with errc::unsupported_format.
@@ -28,16 +31,24 @@
 namespace nereus::cursor::format {
 
 inline constexpr std::uint32_t magic = 0x5255434eU;  // "NCUR" little-endian
-inline constexpr std::uint16_t version_v1 = 1;
+// Version 2: compact spilled root (snapshot named by a short id), compact delta frame with the
+// (generation, seq) bound into its checksum, batch bits as bytes. Version 1 is rejected as
+// unsupported_format.
+inline constexpr std::uint16_t format_version = 2;
 inline constexpr std::size_t header_size = 12;
 inline constexpr std::size_t trailer_size = 4;
+// A delta record: u8 tag (kind << 4 | version) | ops | u32 crc32c.
+inline constexpr std::size_t delta_overhead = 5;
 
 enum class record_kind : std::uint8_t { root = 1, snapshot = 2, delta = 3 };
 
-// How the root reaches the snapshot that holds the state (spilled mode).
+// How the root reaches the snapshot that holds the state (spilled mode). The object name is
+// derived from it (cursor_keys::snapshot_name(generation, seq, writer, nonce)), so the root
+// carries no string.
 struct snapshot_ref {
-    std::string name;       // object name in the object store
-    std::uint64_t seq = 0;  // the snapshot's sequence number (its "version"), also inside it
+    std::uint64_t seq = 0;     // the commit_seq of the root CAS that first referenced it
+    std::uint64_t writer = 0;  // owner session of the handle that wrote it
+    std::uint64_t nonce = 0;   // per-process counter of that writer: names are never reused
     std::uint64_t size = 0;
     std::uint32_t checksum = 0;  // crc32c of the whole object
     friend bool operator==(const snapshot_ref&, const snapshot_ref&) = default;
@@ -48,19 +59,24 @@ struct root_record {
     std::uint64_t epoch = 0;
     lifecycle life = lifecycle::protection_pending;
     // Incremented by every CAS of this root; with `writer` it makes each root value unique,
-    // which is how an unknown outcome is resolved by re-reading (doc/format/cursor.md).
+    // which is how an unknown outcome is resolved by re-reading (doc/format/cursor.md). In
+    // spilled mode it is also the sequence number of the newest delta.
     std::uint64_t commit_seq = 0;
     std::uint64_t writer = 0;  // the owner session of the writer
     bool spilled = false;
     // Inline mode: the whole state.
     cursor_state state;
-    // The delta records [delta_first, delta_next) that follow the snapshot (spilled mode;
-    // inline mode keeps first == next, so sequence numbers are never reused).
-    std::uint64_t delta_first = 0;
-    std::uint64_t delta_next = 0;
-    std::uint64_t delta_bytes = 0;  // encoded bytes of the deltas in the range
-    // Spilled mode: the snapshot that holds the state before the deltas.
+    // Spilled mode: the snapshot that holds the state before the deltas. The deltas are the
+    // records with sequence numbers snapshot.seq + 1 .. commit_seq, one per CAS since the
+    // snapshot (so snapshot.seq <= commit_seq; encoded as their count).
     snapshot_ref snapshot;
+    // NOT persisted: encoded bytes of the deltas since the snapshot (recomputed on recovery;
+    // drives compaction).
+    std::uint64_t delta_bytes = 0;
+
+    [[nodiscard]] std::uint64_t delta_count() const {
+        return spilled ? commit_seq - snapshot.seq : 0;
+    }
 };
 
 struct snapshot_header {
@@ -70,8 +86,8 @@ struct snapshot_header {
 };
 
 struct delta_record {
-    std::uint64_t generation = 0;
-    std::uint64_t seq = 0;
+    std::uint64_t generation = 0;  // not stored: bound into the checksum
+    std::uint64_t seq = 0;         // not stored (it is the key): bound into the checksum
     std::vector<state_op> ops;
 };
 
@@ -82,8 +98,13 @@ struct delta_record {
 [[nodiscard]] result<std::pair<snapshot_header, cursor_state>> decode_snapshot(
     std::string_view bytes);
 
+// A delta decodes only with the generation and sequence number it was encoded with (they are
+// part of the checksummed bytes but not stored): a delta under the wrong key or of another
+// generation is corrupt_delta.
 [[nodiscard]] std::string encode_delta(const delta_record& d);
-[[nodiscard]] result<delta_record> decode_delta(std::string_view bytes);
+[[nodiscard]] result<delta_record> decode_delta(std::string_view bytes,
+                                                std::uint64_t generation,
+                                                std::uint64_t seq);
 
 // The encoded size of the state body alone (what spill_threshold_bytes is compared with).
 [[nodiscard]] std::size_t encoded_state_size(const cursor_state& s);

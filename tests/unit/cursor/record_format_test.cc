@@ -42,13 +42,10 @@ root_record sample_root(bool spilled) {
     r.writer = 5;
     r.spilled = spilled;
     if (spilled) {
-        r.snapshot = snapshot_ref{"cursor/l/c/g3-s70-00000000000000ab", 70, 1234, 0xdeadbeef};
-        r.delta_first = 10;
-        r.delta_next = 14;
-        r.delta_bytes = 400;
+        r.snapshot = snapshot_ref{
+            .seq = 70, .writer = 4, .nonce = 300, .size = 1234, .checksum = 0xdeadbeef};
     } else {
         r.state = sample_state();
-        r.delta_first = r.delta_next = 14;
     }
     return r;
 }
@@ -82,10 +79,58 @@ TEST(CursorRecordFormat, RootRoundTrip) {
         EXPECT_EQ(d->writer, r.writer);
         EXPECT_EQ(d->spilled, r.spilled);
         EXPECT_EQ(d->snapshot, r.snapshot);
-        EXPECT_EQ(d->delta_first, r.delta_first);
-        EXPECT_EQ(d->delta_next, r.delta_next);
-        EXPECT_EQ(d->delta_bytes, r.delta_bytes);
+        EXPECT_EQ(d->delta_count(), r.delta_count());
         EXPECT_TRUE(d->state == r.state);
+    }
+}
+
+// The spilled root names its snapshot by a short id, not a string: a few varints + a crc.
+TEST(CursorRecordFormat, SpilledRootIsCompact) {
+    root_record r;
+    r.generation = 1;
+    r.epoch = 3;
+    r.life = lifecycle::active;
+    r.commit_seq = 1'500'000;
+    r.writer = 17;
+    r.spilled = true;
+    r.snapshot = snapshot_ref{
+        .seq = 1'400'000, .writer = 17, .nonce = 90'000, .size = 20'000'000, .checksum = 7};
+    const std::string b = encode_root(r);
+    EXPECT_LE(b.size(), header_size + trailer_size + 24U) << b.size();
+    auto d = decode_root(b);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->snapshot, r.snapshot);
+    EXPECT_EQ(d->delta_count(), 100'000U);
+}
+
+TEST(CursorRecordFormat, SpilledRootWithMoreDeltasThanCommitsIsCorrupt) {
+    root_record r = sample_root(true);
+    r.snapshot.seq = r.commit_seq + 1;  // encodes as a huge delta count (wraps)
+    auto d = decode_root(encode_root(r));
+    ASSERT_FALSE(d.has_value());
+    EXPECT_EQ(d.error(), errc::corrupt_root);
+}
+
+// One merged range op: the per-CAS delta of a group of in-order acks stays a dozen bytes.
+TEST(CursorRecordFormat, DeltaIsCompact) {
+    delta_record d;
+    d.generation = 1;
+    d.seq = 1'500'000;
+    d.ops.emplace_back(ack_range_op{2'000'000, 2'000'064});
+    EXPECT_LE(encode_delta(d).size(), delta_overhead + 6U);
+}
+
+TEST(CursorRecordFormat, DeltaOfAnotherKeyOrGenerationIsCorrupt) {
+    const delta_record d = sample_delta();
+    const std::string b = encode_delta(d);
+    ASSERT_TRUE(decode_delta(b, d.generation, d.seq).has_value());
+    for (auto [g, q] : {std::pair<std::uint64_t, std::uint64_t>{d.generation + 1, d.seq},
+                        {d.generation, d.seq + 1},
+                        {d.generation, d.seq - 1},
+                        {0, 0}}) {
+        auto r = decode_delta(b, g, q);
+        ASSERT_FALSE(r.has_value());
+        EXPECT_EQ(r.error(), errc::corrupt_delta);
     }
 }
 
@@ -98,7 +143,7 @@ TEST(CursorRecordFormat, SnapshotAndDeltaRoundTrip) {
     EXPECT_EQ(snap->first.seq, 70U);
     EXPECT_TRUE(snap->second == s);
     const delta_record d = sample_delta();
-    auto back = decode_delta(encode_delta(d));
+    auto back = decode_delta(encode_delta(d), d.generation, d.seq);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->generation, d.generation);
     EXPECT_EQ(back->seq, d.seq);
@@ -145,23 +190,49 @@ TEST(CursorRecordFormat, SnapshotByteFlipsAndTruncationsFailClosed) {
 }
 
 TEST(CursorRecordFormat, DeltaByteFlipsAndTruncationsFailClosed) {
-    expect_fails_closed(encode_delta(sample_delta()), errc::corrupt_delta, [](std::string_view b) {
-        auto r = decode_delta(b);
+    const delta_record d = sample_delta();
+    expect_fails_closed(encode_delta(d), errc::corrupt_delta, [&](std::string_view b) {
+        auto r = decode_delta(b, d.generation, d.seq);
+        return r ? std::error_code() : r.error();
+    });
+    // A one-op delta (the common case) too.
+    delta_record one;
+    one.generation = 1;
+    one.seq = 1'500'000;
+    one.ops.emplace_back(ack_range_op{2'000'000, 2'000'064});
+    expect_fails_closed(encode_delta(one), errc::corrupt_delta, [&](std::string_view b) {
+        auto r = decode_delta(b, one.generation, one.seq);
         return r ? std::error_code() : r.error();
     });
 }
 
 TEST(CursorRecordFormat, UnknownVersionWithValidChecksumIsUnsupported) {
-    std::string b = encode_delta(sample_delta());
-    b[4] = 2;  // version 2
-    // Recompute the trailer crc so only the version is "wrong".
-    const std::uint32_t crc = crc32c::value(b.data(), b.size() - 4);
+    // A delta whose tag names version 3 (kind stays "delta"), with a matching checksum.
+    const delta_record d = sample_delta();
+    std::string b = encode_delta(d);
+    b[0] = static_cast<char>((static_cast<unsigned>(record_kind::delta) << 4U) | 3U);
+    std::string bound;
+    bound.push_back(static_cast<char>(d.generation));  // both < 128: one-byte varints
+    bound.push_back(static_cast<char>(d.seq));
+    const std::uint32_t crc =
+        crc32c::extend(crc32c::value(bound.data(), bound.size()), b.data(), b.size() - 4);
     for (int i = 0; i < 4; ++i) {
         b[b.size() - 4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xff);
     }
-    auto r = decode_delta(b);
+    auto r = decode_delta(b, d.generation, d.seq);
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error(), errc::unsupported_format);
+    // A root of format version 1 (the layout before the compact root) is unsupported too.
+    std::string root = encode_root(sample_root(true));
+    root[4] = 1;
+    const std::uint32_t rc = crc32c::value(root.data(), root.size() - 4);
+    for (int i = 0; i < 4; ++i) {
+        root[root.size() - 4 + static_cast<std::size_t>(i)] =
+            static_cast<char>((rc >> (8 * i)) & 0xff);
+    }
+    auto rr = decode_root(root);
+    ASSERT_FALSE(rr.has_value());
+    EXPECT_EQ(rr.error(), errc::unsupported_format);
 }
 
 // 10M holes: encode + decode well under 2 s (the recovery target).
