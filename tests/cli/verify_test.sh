@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
-# `nereus storage verify` passes a healthy data dir (written by a real appending process that
-# is then killed), then names the file and offset of a flipped byte and exits 1.
+# `nereus storage verify` passes a healthy data dir written by a real appending process that
+# is then killed, then names the file and offset of a flipped byte in checkpointed segment data
+# and exits 1.
 set -euo pipefail
 nereus=$1
 child=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-"$child" "$dir/streams" > "$dir/acks.txt" 2>/dev/null &
-pid=$!
-for _ in $(seq 1 100); do  # up to 10 s for some durable appends
-    [ "$(wc -l < "$dir/acks.txt")" -gt 100 ] && break
-    sleep 0.1
-done
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
+# Runs the appending child until it has confirmed more than $1 appends, then SIGKILLs it.
+run_child() {
+    "$child" "$dir/streams" > "$dir/acks.txt" 2>/dev/null &
+    local pid=$!
+    for _ in $(seq 1 100); do  # up to 10 s
+        [ "$(wc -l < "$dir/acks.txt")" -gt "$1" ] && break
+        sleep 0.1
+    done
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null || true
+}
+
+run_child 100
+# A second run's open recovers, checkpoints (syncing the first run's segment data) and starts a
+# fresh journal, so the first run's records are no longer covered by the journal: damage there
+# is corruption, not a torn tail that recovery would refill.
+run_child 10
 
 "$nereus" storage verify --data-dir "$dir" > "$dir/ok.txt"
 grep -q "verify: .* ok" "$dir/ok.txt" || { cat "$dir/ok.txt"; exit 1; }
 
-# Flip one byte inside the first record of the first sealed or active segment.
+# Flip one byte inside the first record (offset 0) of the first stream's first segment.
 seg=$(ls "$dir"/streams/streams/*/*.log | head -1)
 [ -s "$seg" ] || { echo "no segment data in $seg"; exit 1; }
 printf '\xff' | dd of="$seg" bs=1 seek=40 conv=notrunc 2>/dev/null
@@ -29,5 +39,5 @@ rc=$?
 set -e
 cat "$dir/bad.txt"
 [ "$rc" -eq 1 ] || { echo "verify exited $rc on a corrupt segment, want 1"; exit 1; }
-grep -q "CORRUPT: stream=.* file=$seg" "$dir/bad.txt" || { echo "corruption not located"; exit 1; }
+grep -q "CORRUPT: stream=.* file=$seg .*offset=0" "$dir/bad.txt" || { echo "corruption not located"; exit 1; }
 echo "ok"
