@@ -1,5 +1,7 @@
 // nereus: the command-line entry point.
 
+#include "nereus/broker/standalone.h"
+
 #include "apps/nereus/cursor_bench.h"
 #include "apps/nereus/storage_bench.h"
 #include "apps/nereus/storage_verify.h"
@@ -13,14 +15,18 @@ int main(int argc, char** argv) {
     int status = 0;
 
     auto* standalone = app.add_subcommand("standalone", "Run a single-node broker");
-    std::string data_dir = "./data";
-    standalone->add_option("--data-dir", data_dir, "Data directory")->capture_default_str();
-    standalone->callback([&] {
-        std::fprintf(stderr,
-                     "nereus standalone: the Pulsar-protocol broker is not implemented yet "
-                     "(see the README's 'Not supported yet'). Nothing was started.\n");
-        status = 2;
-    });
+    nereus::broker::standalone_options standalone_options;
+    standalone->add_option("--data-dir", standalone_options.data_dir, "Data directory")
+        ->capture_default_str();
+    standalone->add_option("--port", standalone_options.port, "Pulsar binary protocol port")
+        ->capture_default_str();
+    standalone
+        ->add_option("--http-port", standalone_options.http_port,
+                     "Admin REST port (not served yet)")
+        ->capture_default_str();
+    standalone->add_option("--bind", standalone_options.bind_address, "Address to listen on")
+        ->capture_default_str();
+    standalone->callback([&] { status = nereus::broker::run_standalone(standalone_options); });
 
     auto* storage = app.add_subcommand("storage", "Inspect and measure the storage layer");
     storage->require_subcommand(1);

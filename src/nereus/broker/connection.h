@@ -1,0 +1,188 @@
+#pragma once
+
+// One client connection speaking the Pulsar binary protocol.
+//
+// A read loop coroutine (frames decoded in place from one bounded receive buffer, every read
+// with a deadline: the handshake timeout before CONNECT, two keep-alive intervals after it), a
+// keep-alive coroutine (PING every interval) and an on-demand writer coroutine draining a
+// bounded queue of encoded frames. All three and every handler run on the connection's strand;
+// handlers are synchronous (no co_await inside), so the connection's state needs no locks.
+// Completions from the storage side (append durable, ack durable) and deliveries from
+// subscriptions are posted onto the strand.
+//
+// Replies follow protocol.md: SEND_RECEIPT only once the append is durable and in SEND order
+// per producer; SEND_ERROR{ChecksumError} keeps the connection; malformed frames, frames over
+// the limit, commands before CONNECT and SENDs for unknown producers close it (after an ERROR
+// where a reply is possible); unknown or unsupported commands get a typed ERROR.
+//
+// Ownership: shared_ptr, kept alive by its coroutines and pending completions; registered
+//   weakly with the server. Owns its socket, producers and consumer attachments.
+// Thread-safety: strand-confined, except stop() and the consumer_sink calls (any thread; they
+//   post onto the strand, or run at once when already on it).
+// Durability: never confirms an append or an ack before the backend reported it durable.
+
+#include "nereus/broker/logger.h"
+#include "nereus/broker/options.h"
+#include "nereus/broker/subscription.h"
+#include "nereus/broker/topic.h"
+#include "nereus/proto/commands.h"
+#include "nereus/proto/frame_decoder.h"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace nereus::broker {
+
+// What connections share (owned by the server, outlives every connection).
+struct broker_context {
+    const broker_options& options;
+    topic_registry& topics;
+    std::string service_url;  // pulsar://host:port for LOOKUP answers
+};
+
+class connection : public std::enable_shared_from_this<connection>, public consumer_sink {
+public:
+    using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+    connection(strand_type strand, boost::asio::ip::tcp::socket socket, broker_context& ctx);
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+    ~connection() override;
+
+    // Spawns the coroutines on the strand.
+    void start();
+    // Graceful stop (any thread): stop reading, finish in-flight appends and queued writes
+    // (bounded by stop_timeout), detach producers/consumers, close the socket.
+    void stop();
+    // True once the socket is closed and everything is detached.
+    bool finished() const { return finished_.load(); }
+
+    // consumer_sink
+    void deliver(std::uint64_t consumer_id,
+                 const dispatch_entry& e,
+                 std::uint32_t redelivery_count) override;
+    void close_consumer_by_broker(std::uint64_t consumer_id) override;
+    void active_consumer_change(std::uint64_t consumer_id, bool active) override;
+
+private:
+    struct pending_send {
+        std::uint64_t sequence_id = 0;
+        std::uint64_t highest_sequence_id = 0;
+        std::optional<result<position>> outcome;
+        proto::server_error error_code = proto::server_error::unknown_error;  // when !outcome
+        std::string error_message;
+    };
+    struct producer_state {
+        std::uint64_t id = 0;
+        std::shared_ptr<topic> t;
+        std::uint64_t token = 0;
+        std::string name;
+        bool ready = false;
+        bool closing = false;
+        std::optional<std::uint64_t> close_request_id;
+        std::uint64_t front_serial = 0;
+        std::deque<pending_send> pending;
+    };
+    struct consumer_state {
+        std::shared_ptr<topic> t;
+        std::shared_ptr<subscription> sub;
+        std::shared_ptr<consumer> c;
+    };
+
+    boost::asio::awaitable<void> run();
+    boost::asio::awaitable<void> keepalive();
+    boost::asio::awaitable<void> writer();
+    boost::asio::awaitable<void> finish(bool graceful);
+
+    // Returns false when the connection must stop reading (close after flushing).
+    bool handle(const proto::frame_view& f);
+    void handle_connect(const proto::frame_view& f);
+    void handle_lookup(const proto::frame_view& f);
+    void handle_partitioned_metadata(const proto::frame_view& f);
+    void handle_producer(const proto::frame_view& f);
+    bool handle_send(const proto::frame_view& f);
+    void handle_close_producer(const proto::frame_view& f);
+    void handle_subscribe(const proto::frame_view& f);
+    void handle_flow(const proto::frame_view& f);
+    void handle_ack(const proto::frame_view& f);
+    void handle_redeliver(const proto::frame_view& f);
+    void handle_close_consumer(const proto::frame_view& f);
+    void handle_unsubscribe(const proto::frame_view& f);
+    void handle_seek(const proto::frame_view& f);
+    void handle_get_last_message_id(const proto::frame_view& f);
+    void handle_consumer_stats(const proto::frame_view& f);
+    void handle_get_topics_of_namespace(const proto::frame_view& f);
+
+    void on_append_done(const std::shared_ptr<producer_state>& p,
+                        std::uint64_t serial,
+                        result<position> r);
+    void flush_receipts(const std::shared_ptr<producer_state>& p);
+    void detach_consumer(std::uint64_t consumer_id);
+    void detach_all();
+
+    template <class F>
+    void write_frame(F&& build);
+    void enqueue(proto::frame_buffer&& frame);
+    void error_reply(std::uint64_t request_id, std::error_code ec, std::string_view message);
+    void close_now();
+    std::chrono::steady_clock::time_point read_deadline() const;
+
+    strand_type strand_;
+    boost::asio::ip::tcp::socket socket_;
+    broker_context& ctx_;
+    boost::asio::steady_timer read_timer_;
+    boost::asio::steady_timer keepalive_timer_;
+    std::string peer_;
+
+    proto::frame_decoder decoder_;
+    proto::command_writer writer_;
+    std::vector<std::byte> rbuf_;  // bounded by max frame size
+    std::size_t rbuf_begin_ = 0;
+    std::size_t rbuf_end_ = 0;
+
+    std::deque<proto::frame_buffer> queue_;
+    std::size_t queued_bytes_ = 0;
+    bool writing_ = false;
+
+    bool connected_ = false;
+    bool stop_requested_ = false;
+    bool closed_ = false;
+    std::atomic<bool> finished_{false};
+    std::int32_t peer_version_ = 0;
+    bool peer_partial_producer_ = false;
+    std::chrono::steady_clock::time_point accepted_at_;
+    std::chrono::steady_clock::time_point last_received_;
+
+    std::map<std::uint64_t, std::shared_ptr<producer_state>> producers_;
+    std::set<std::uint64_t> recently_closed_producers_;
+    std::map<std::uint64_t, consumer_state> consumers_;
+};
+
+// Encodes one frame with the connection's writer and queues it. Strand-confined.
+template <class F>
+void connection::write_frame(F&& build) {
+    if (closed_) {
+        return;
+    }
+    proto::frame_buffer b;
+    auto r = build(b);
+    if (!r) {
+        // Strict sending refused it (e.g. the peer's version does not know the command).
+        NEREUS_LOG(broker_log(), debug, "frame not sent peer={} error={}", peer_,
+                   r.error().message());
+        return;
+    }
+    enqueue(std::move(b));
+}
+
+}  // namespace nereus::broker

@@ -1,0 +1,292 @@
+// SUBSCRIBE, FLOW, ACK, REDELIVER, CLOSE_CONSUMER, UNSUBSCRIBE, SEEK, GET_LAST_MESSAGE_ID,
+// CONSUMER_STATS (connection handlers).
+
+#include "nereus/broker/connection.h"
+#include "nereus/broker/logger.h"
+#include "nereus/broker/topic_name.h"
+#include "nereus/proto/errc.h"
+#include "nereus/proto/protocol_version.h"
+#include "nereus/proto/pulsar_api.h"
+
+#include <boost/asio/post.hpp>
+
+namespace nereus::broker {
+
+namespace asio = boost::asio;
+
+void connection::handle_subscribe(const proto::frame_view& f) {
+    const auto& s = f.command().subscribe();
+    const auto req = s.request_id();
+    const auto id = s.consumer_id();
+    if (consumers_.contains(id)) {
+        write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+        return;
+    }
+    auto name = parse_topic_name(s.topic());
+    if (!name) {
+        error_reply(req, name.error(), "invalid topic name: " + s.topic());
+        return;
+    }
+    if (s.subscription().empty()) {
+        error_reply(req, proto::error_kind::bad_request, "subscription name is required");
+        return;
+    }
+    const bool create = !s.has_force_topic_creation() || s.force_topic_creation();
+    auto t = ctx_.topics.open(*name, create);
+    if (!t) {
+        error_reply(req, t.error(), "cannot open topic: " + t.error().message());
+        return;
+    }
+    const bool durable = !s.has_durable() || s.durable();
+    subscription_start start;
+    start.where = s.initialposition() == 1 ? subscription_start::kind::earliest
+                                           : subscription_start::kind::latest;
+    if (!durable && s.has_start_message_id()) {
+        const auto& m = s.start_message_id();
+        const auto latest = static_cast<std::uint64_t>(INT64_MAX);
+        if (m.ledgerid() == proto::no_position || m.entryid() == proto::no_position) {
+            start.where = subscription_start::kind::earliest;
+        } else if (m.ledgerid() == latest && m.entryid() == latest) {
+            start.where = subscription_start::kind::latest;
+        } else {
+            start.where = subscription_start::kind::at_entry;
+            start.entry_id = m.entryid();
+        }
+    }
+    auto sub = (*t)->subscribe(s.subscription(), start, durable);
+    if (!sub) {
+        error_reply(req, sub.error(), "cannot open subscription: " + sub.error().message());
+        return;
+    }
+    auto c = std::make_shared<consumer>();
+    c->id = id;
+    c->name = s.consumer_name();
+    c->priority = s.priority_level();
+    c->type = static_cast<sub_type>(s.subtype());
+    c->sink = std::weak_ptr<consumer_sink>(shared_from_this());
+    if (auto r = (*sub)->add_consumer(c); !r) {
+        (*t)->release_subscription(*sub);
+        error_reply(req, r.error(),
+                    r.error() == make_error_code(proto::error_kind::consumer_busy)
+                        ? "subscription is busy (exclusive consumer or other sub type)"
+                        : r.error().message());
+        return;
+    }
+    consumers_[id] = consumer_state{*t, *sub, c};
+    write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+    NEREUS_LOG(broker_log(), debug, "consumer subscribed topic={} sub={} type={} peer={}",
+               (*t)->full_name(), s.subscription(), to_string(c->type), peer_);
+}
+
+void connection::handle_flow(const proto::frame_view& f) {
+    const auto& fl = f.command().flow();
+    auto it = consumers_.find(fl.consumer_id());
+    if (it == consumers_.end()) {
+        return;  // Java ignores FLOW for unknown consumers
+    }
+    it->second.sub->add_permits(*it->second.c, fl.messagepermits());
+}
+
+void connection::handle_ack(const proto::frame_view& f) {
+    const auto& a = f.command().ack();
+    const std::optional<std::uint64_t> req =
+        a.has_request_id() ? std::optional<std::uint64_t>(a.request_id()) : std::nullopt;
+    const auto consumer_id = a.consumer_id();
+    auto respond = [this, consumer_id](std::uint64_t r, const result<void>& outcome) {
+        if (proto::peer_knows(proto::command_type::ack_response, peer_version_)) {
+            write_frame([&](proto::frame_buffer& b) {
+                if (outcome) {
+                    return writer_.ack_response(b, consumer_id, r);
+                }
+                return writer_.ack_response(b, consumer_id, r,
+                                            proto::to_server_error(outcome.error()),
+                                            outcome.error().message());
+            });
+        } else if (outcome) {
+            write_frame([&](proto::frame_buffer& b) { return writer_.success(b, r); });
+        } else {
+            error_reply(r, outcome.error(), "ack failed");
+        }
+    };
+    auto it = consumers_.find(consumer_id);
+    if (it == consumers_.end()) {
+        if (req) {
+            respond(*req, nereus::error(proto::error_kind::consumer_not_found));
+        }
+        return;
+    }
+    std::vector<ack_id> ids;
+    ids.reserve(static_cast<std::size_t>(a.message_id_size()));
+    const auto ledger_id = it->second.t->store().ledger_id();
+    for (const auto& m : a.message_id()) {
+        if (m.ledgerid() != ledger_id) {
+            continue;  // another incarnation of the topic: no effect (answered success)
+        }
+        ack_id id;
+        id.entry_id = m.entryid();
+        const auto set = proto::ack_set_of(m);
+        id.ack_set.assign(set.begin(), set.end());
+        id.batch_size = m.has_batch_size() ? m.batch_size() : 0;
+        ids.push_back(std::move(id));
+    }
+    std::weak_ptr<connection> weak = weak_from_this();
+    it->second.sub->ack(*it->second.c, a.ack_type() == 1, std::move(ids),
+                        [weak, req, respond](result<void> r) {
+                            if (!req) {
+                                return;
+                            }
+                            if (auto self = weak.lock()) {
+                                asio::post(self->strand_, [self, req, respond, r] {
+                                    (void)self;
+                                    respond(*req, r);
+                                });
+                            }
+                        });
+}
+
+void connection::handle_redeliver(const proto::frame_view& f) {
+    const auto& r = f.command().redeliverunacknowledgedmessages();
+    auto it = consumers_.find(r.consumer_id());
+    if (it == consumers_.end()) {
+        return;
+    }
+    std::vector<std::uint64_t> entries;
+    for (const auto& m : r.message_ids()) {
+        entries.push_back(m.entryid());
+    }
+    it->second.sub->redeliver(*it->second.c, entries);
+}
+
+void connection::detach_consumer(std::uint64_t consumer_id) {
+    auto it = consumers_.find(consumer_id);
+    if (it == consumers_.end()) {
+        return;
+    }
+    auto st = std::move(it->second);
+    consumers_.erase(it);
+    st.sub->remove_consumer(*st.c);
+    st.t->release_subscription(st.sub);
+}
+
+void connection::handle_close_consumer(const proto::frame_view& f) {
+    const auto& c = f.command().close_consumer();
+    detach_consumer(c.consumer_id());
+    const auto req = c.request_id();
+    write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+}
+
+void connection::handle_unsubscribe(const proto::frame_view& f) {
+    const auto& u = f.command().unsubscribe();
+    const auto req = u.request_id();
+    auto it = consumers_.find(u.consumer_id());
+    if (it == consumers_.end()) {
+        error_reply(req, proto::error_kind::bad_request, "Consumer not found");
+        return;
+    }
+    if (auto r = it->second.sub->check_unsubscribe(*it->second.c); !r) {
+        error_reply(req, r.error(), "other consumers are connected to the subscription");
+        return;
+    }
+    auto st = it->second;
+    detach_consumer(u.consumer_id());
+    if (auto r = st.t->delete_subscription(st.sub); !r) {
+        error_reply(req, r.error(), "unsubscribe failed: " + r.error().message());
+        return;
+    }
+    write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+}
+
+void connection::handle_seek(const proto::frame_view& f) {
+    const auto& s = f.command().seek();
+    const auto req = s.request_id();
+    auto it = consumers_.find(s.consumer_id());
+    if (it == consumers_.end()) {
+        error_reply(req, proto::error_kind::bad_request, "Consumer not found");
+        return;
+    }
+    seek_target target;
+    if (s.has_message_id()) {
+        const auto& m = s.message_id();
+        const auto latest = static_cast<std::uint64_t>(INT64_MAX);
+        if (m.ledgerid() == proto::no_position || m.entryid() == proto::no_position) {
+            target.where = seek_target::kind::earliest;
+        } else if (m.ledgerid() == latest && m.entryid() == latest) {
+            target.where = seek_target::kind::latest;
+        } else {
+            target.where = seek_target::kind::to_entry;
+            target.entry_id = m.entryid();
+        }
+    } else if (s.has_message_publish_time()) {
+        target.where = seek_target::kind::to_time;
+        target.publish_time = static_cast<std::int64_t>(s.message_publish_time());
+    } else {
+        error_reply(req, proto::error_kind::bad_request, "seek needs a message id or a time");
+        return;
+    }
+    auto sub = it->second.sub;
+    auto t = it->second.t;
+    // Disconnects every consumer of the subscription first (our own one inline, so its
+    // CLOSE_CONSUMER precedes the SUCCESS), then resets the cursor.
+    auto r = sub->seek(target);
+    t->release_subscription(sub);
+    if (!r) {
+        error_reply(req, r.error(), "seek failed: " + r.error().message());
+        return;
+    }
+    write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+}
+
+void connection::handle_get_last_message_id(const proto::frame_view& f) {
+    const auto& g = f.command().getlastmessageid();
+    const auto req = g.request_id();
+    auto it = consumers_.find(g.consumer_id());
+    if (it == consumers_.end()) {
+        error_reply(req, proto::error_kind::bad_request, "Consumer not found");
+        return;
+    }
+    const auto& t = *it->second.t;
+    proto::message_id last;
+    last.ledger_id = proto::no_position;
+    last.entry_id = proto::no_position;
+    if (t.name().partition) {
+        last.partition = static_cast<std::int32_t>(*t.name().partition);
+    }
+    if (auto le = it->second.t->store().last_entry()) {
+        last.ledger_id = le->pos.ledger_id;
+        last.entry_id = le->pos.entry_id;
+        if (le->batch_size > 1) {
+            last.batch_index = static_cast<std::int32_t>(le->batch_size - 1);
+        }
+    }
+    std::optional<proto::message_id> md;
+    if (auto p = it->second.sub->mark_delete_position()) {
+        md = proto::message_id{p->ledger_id, p->entry_id};
+    }
+    write_frame([&](proto::frame_buffer& b) {
+        return writer_.get_last_message_id_response(b, req, last, md);
+    });
+}
+
+void connection::handle_consumer_stats(const proto::frame_view& f) {
+    const auto& s = f.command().consumerstats();
+    const auto req = s.request_id();
+    auto it = consumers_.find(s.consumer_id());
+    if (it == consumers_.end()) {
+        write_frame([&](proto::frame_buffer& b) {
+            return writer_.consumer_stats_error(b, req, proto::server_error::consumer_not_found,
+                                                "Consumer not found");
+        });
+        return;
+    }
+    proto::consumer_stats_args a;
+    a.request_id = req;
+    a.consumer_name = it->second.c->name;
+    const auto permits = it->second.sub->permits_of(*it->second.c);
+    a.available_permits = permits > 0 ? static_cast<std::uint64_t>(permits) : 0;
+    a.type = to_string(it->second.c->type);
+    a.address = peer_;
+    a.msg_backlog = it->second.sub->backlog();
+    write_frame([&](proto::frame_buffer& b) { return writer_.consumer_stats_response(b, a); });
+}
+
+}  // namespace nereus::broker

@@ -1,0 +1,232 @@
+// PRODUCER, SEND (receipts in order, once durable), CLOSE_PRODUCER (connection handlers).
+
+#include "nereus/broker/connection.h"
+#include "nereus/broker/logger.h"
+#include "nereus/broker/topic_name.h"
+#include "nereus/proto/errc.h"
+#include "nereus/proto/protocol_version.h"
+#include "nereus/proto/pulsar_api.h"
+
+#include <boost/asio/post.hpp>
+
+namespace nereus::broker {
+
+namespace asio = boost::asio;
+
+void connection::handle_producer(const proto::frame_view& f) {
+    const auto& p = f.command().producer();
+    const auto req = p.request_id();
+    const auto id = p.producer_id();
+    if (auto it = producers_.find(id); it != producers_.end()) {
+        if (it->second->ready && !it->second->closing) {
+            const auto name = it->second->name;
+            write_frame([&](proto::frame_buffer& b) {
+                return writer_.producer_success(b,
+                                                {req, name, -1, std::nullopt, std::nullopt, true});
+            });
+        } else {
+            error_reply(req, proto::error_kind::unavailable, "producer is not ready yet");
+        }
+        return;
+    }
+    auto name = parse_topic_name(p.topic());
+    if (!name) {
+        error_reply(req, name.error(), "invalid topic name: " + p.topic());
+        return;
+    }
+    auto t = ctx_.topics.open(*name, true);
+    if (!t) {
+        error_reply(req, t.error(), "cannot open topic: " + t.error().message());
+        return;
+    }
+    const auto mode = static_cast<access_mode>(p.producer_access_mode());
+    auto st = std::make_shared<producer_state>();
+    st->id = id;
+    st->t = *t;
+    std::optional<std::string> wanted;
+    if (p.has_producer_name() && !p.producer_name().empty()) {
+        wanted = p.producer_name();
+    }
+    std::weak_ptr<connection> weak = weak_from_this();
+    auto grant = (*t)->add_producer(wanted, mode, [weak, st, req] {
+        auto self = weak.lock();
+        if (!self) {
+            return;
+        }
+        asio::post(self->strand_, [self, st, req] {
+            auto it = self->producers_.find(st->id);
+            if (it == self->producers_.end() || it->second != st || st->closing) {
+                return;
+            }
+            st->ready = true;
+            self->write_frame([&](proto::frame_buffer& b) {
+                return self->writer_.producer_success(
+                    b, {req, st->name, -1, std::nullopt, std::nullopt, true});
+            });
+        });
+    });
+    if (!grant) {
+        error_reply(req, grant.error(),
+                    grant.error() == make_error_code(proto::error_kind::producer_busy)
+                        ? "producer busy (name in use or exclusive producer present)"
+                        : grant.error().message());
+        return;
+    }
+    st->token = grant->token;
+    st->name = grant->name;
+    st->ready = grant->ready;
+    producers_[id] = st;
+    recently_closed_producers_.erase(id);
+    if (st->ready) {
+        write_frame([&](proto::frame_buffer& b) {
+            return writer_.producer_success(b,
+                                            {req, st->name, -1, std::nullopt, std::nullopt, true});
+        });
+    } else if (peer_partial_producer_) {
+        write_frame([&](proto::frame_buffer& b) {
+            return writer_.producer_success(b,
+                                            {req, st->name, -1, std::nullopt, std::nullopt, false});
+        });
+    }
+    NEREUS_LOG(broker_log(), debug, "producer created topic={} name={} ready={} peer={}",
+               (*t)->full_name(), st->name, st->ready, peer_);
+}
+
+bool connection::handle_send(const proto::frame_view& f) {
+    const auto& s = f.command().send();
+    auto it = producers_.find(s.producer_id());
+    if (it == producers_.end() || !it->second->ready) {
+        if (recently_closed_producers_.contains(s.producer_id()) ||
+            (it != producers_.end() && it->second->closing)) {
+            return true;  // a SEND racing the close: dropped, as Java does
+        }
+        NEREUS_LOG(broker_log(), info, "closing connection peer={}: SEND for unknown producer {}",
+                   peer_, s.producer_id());
+        return false;
+    }
+    auto p = it->second;
+    if (p->closing) {
+        return true;
+    }
+    pending_send ps;
+    ps.sequence_id = s.sequence_id();
+    ps.highest_sequence_id = s.has_highest_sequence_id() && s.highest_sequence_id() > 0
+                                 ? s.highest_sequence_id()
+                                 : s.sequence_id();
+    const std::uint64_t serial = p->front_serial + p->pending.size();
+    if (f.message_error) {
+        if (f.message_error == make_error_code(proto::errc::checksum_mismatch)) {
+            ps.error_code = proto::server_error::checksum_error;
+            ps.error_message = "checksum mismatch";
+            ps.outcome = nereus::error(f.message_error);
+            p->pending.push_back(std::move(ps));
+            flush_receipts(p);
+            return true;
+        }
+        NEREUS_LOG(broker_log(), info, "closing connection peer={}: bad SEND payload: {}", peer_,
+                   f.message_error.message());
+        return false;
+    }
+    if (f.payload.size() > ctx_.options.max_message_size) {
+        // Within the frame padding but over the advertised limit (Java: NotAllowed).
+        ps.error_code = proto::server_error::not_allowed_error;
+        ps.error_message = "message of " + std::to_string(f.payload.size()) +
+                           " bytes exceeds max_message_size " +
+                           std::to_string(ctx_.options.max_message_size);
+        ps.outcome = nereus::error(proto::error_kind::not_allowed);
+        p->pending.push_back(std::move(ps));
+        flush_receipts(p);
+        return true;
+    }
+    append_info info;
+    if (const auto* md = f.metadata()) {
+        info.publish_time = static_cast<std::int64_t>(md->publish_time());
+        if (md->has_num_messages_in_batch() && md->num_messages_in_batch() > 0) {
+            info.batch_size = static_cast<std::uint32_t>(md->num_messages_in_batch());
+        }
+    }
+    p->pending.push_back(std::move(ps));
+    std::weak_ptr<connection> weak = weak_from_this();
+    p->t->append(f.headers_and_payload, info, [weak, p, serial](result<position> r) {
+        if (auto self = weak.lock()) {
+            asio::post(self->strand_, [self, p, serial, r = std::move(r)]() mutable {
+                self->on_append_done(p, serial, std::move(r));
+            });
+        }
+    });
+    return true;
+}
+
+void connection::on_append_done(const std::shared_ptr<producer_state>& p,
+                                std::uint64_t serial,
+                                result<position> r) {
+    if (serial < p->front_serial || serial - p->front_serial >= p->pending.size()) {
+        return;
+    }
+    auto& ps = p->pending[serial - p->front_serial];
+    if (!r) {
+        ps.error_code = proto::to_server_error(r.error());
+        ps.error_message = "append failed: " + r.error().message();
+        NEREUS_LOG(broker_log(), warn, "append failed topic={} producer={} error={}",
+                   p->t->full_name(), p->name, r.error().message());
+    }
+    ps.outcome = std::move(r);
+    flush_receipts(p);
+}
+
+void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
+    // Receipts leave in SEND order: a later append that finished first waits for the earlier.
+    while (!p->pending.empty() && p->pending.front().outcome) {
+        auto& ps = p->pending.front();
+        if (*ps.outcome) {
+            proto::message_id id;
+            id.ledger_id = (*ps.outcome)->ledger_id;
+            id.entry_id = (*ps.outcome)->entry_id;
+            if (p->t->name().partition) {
+                id.partition = static_cast<std::int32_t>(*p->t->name().partition);
+            }
+            write_frame([&](proto::frame_buffer& b) {
+                return writer_.send_receipt(b, p->id, ps.sequence_id, ps.highest_sequence_id, id);
+            });
+        } else {
+            write_frame([&](proto::frame_buffer& b) {
+                return writer_.send_error(b, p->id, ps.sequence_id, ps.error_code,
+                                          ps.error_message);
+            });
+        }
+        p->pending.pop_front();
+        ++p->front_serial;
+    }
+    if (p->pending.empty() && p->close_request_id) {
+        const auto req = *p->close_request_id;
+        p->close_request_id.reset();
+        write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+        if (auto it = producers_.find(p->id); it != producers_.end() && it->second == p) {
+            producers_.erase(it);
+            recently_closed_producers_.insert(p->id);
+        }
+    }
+}
+
+void connection::handle_close_producer(const proto::frame_view& f) {
+    const auto& c = f.command().close_producer();
+    const auto req = c.request_id();
+    auto it = producers_.find(c.producer_id());
+    if (it == producers_.end()) {
+        write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+        return;
+    }
+    auto p = it->second;
+    if (!p->closing) {
+        p->closing = true;
+        p->t->remove_producer(p->token);
+    }
+    // SUCCESS once the in-flight appends were answered.
+    p->close_request_id = req;
+    flush_receipts(p);
+    if (recently_closed_producers_.size() > 1024) {
+        recently_closed_producers_.clear();
+    }
+}
+
+}  // namespace nereus::broker

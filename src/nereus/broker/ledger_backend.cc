@@ -1,0 +1,426 @@
+#include "nereus/broker/ledger_backend.h"
+
+#include "nereus/base/file_system.h"
+#include "nereus/broker/logger.h"
+#include "nereus/ledger/errc.h"
+#include "nereus/ledger/managed_cursor.h"
+#include "nereus/ledger/managed_ledger.h"
+#include "nereus/ledger/records.h"
+#include "nereus/meta/rocksdb_store.h"
+#include "nereus/meta/sync.h"
+#include "nereus/objects/fs_object_store.h"
+#include "nereus/proto/server_error.h"
+#include "nereus/storage/stream_store.h"
+
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace nereus::broker {
+
+namespace {
+
+constexpr auto session_ttl = std::chrono::seconds(30);
+
+cursor::fence to_fence(ack_fence f) {
+    return cursor::fence{f.generation, f.epoch};
+}
+ack_fence from_fence(cursor::fence f) {
+    return ack_fence{f.generation, f.epoch};
+}
+
+// Maps a ledger ack completion to the broker's vocabulary: applied → applied; already acked,
+// stale generation/epoch → no effect (answered success, counted); state_full or an error →
+// an error (the client is told the ack did not persist).
+void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
+    if (!r) {
+        done(nereus::error(r.error()));
+        return;
+    }
+    switch (r->status) {
+        case cursor::ack_status::ok:
+            done(ack_outcome::applied);
+            return;
+        case cursor::ack_status::already_acked:
+        case cursor::ack_status::stale_generation:
+        case cursor::ack_status::stale_epoch:
+            done(ack_outcome::no_effect);
+            return;
+        case cursor::ack_status::state_full:
+            done(nereus::error(proto::error_kind::persistence_failure));
+            return;
+    }
+    done(ack_outcome::no_effect);
+}
+
+class ledger_cursor final : public subscription_cursor {
+public:
+    ledger_cursor(std::shared_ptr<ledger::managed_cursor> c, std::uint64_t ledger_id)
+        : c_(std::move(c)), ledger_id_(ledger_id) {}
+
+    const std::string& name() const override { return c_->name(); }
+    bool durable() const override { return c_->durable(); }
+
+    result<std::vector<dispatch_entry>> read(std::size_t max_entries) override {
+        auto r = c_->read(max_entries);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        std::vector<dispatch_entry> out;
+        out.reserve(r->entries.size());
+        for (const auto& e : r->entries) {
+            dispatch_entry d;
+            d.pos = {ledger_id_, e.at};
+            d.publish_time = e.publish_time;
+            d.batch_size = e.batch_size;
+            if (e.remaining) {
+                for (auto w : e.remaining->words()) {
+                    d.remaining.push_back(static_cast<std::int64_t>(w));
+                }
+            }
+            // One copy per read; every delivery of this read shares it (style R7).
+            d.data =
+                std::make_shared<const std::vector<std::byte>>(e.payload.begin(), e.payload.end());
+            d.fence = from_fence(e.fence);
+            out.push_back(std::move(d));
+        }
+        return out;
+    }
+
+    void rewind() override { c_->rewind(); }
+
+    void ack(ack_fence f, std::uint64_t entry, ack_callback done) override {
+        c_->ack(to_fence(f), entry,
+                [done = std::move(done)](result<cursor::op_result> r) { deliver_ack(done, r); });
+    }
+
+    void ack_batch_index(ack_fence f,
+                         std::uint64_t entry,
+                         std::uint32_t batch_size,
+                         std::span<const std::int64_t> remaining,
+                         ack_callback done) override {
+        if (batch_size == 0 || batch_size > cursor::batch_bits::max_size) {
+            done(ack_outcome::no_effect);
+            return;
+        }
+        // Pulsar's ack_set has 1 = still unacked; the cursor wants the acked indices.
+        auto acked = cursor::batch_bits::none_set(batch_size);
+        for (std::uint32_t i = 0; i < batch_size; ++i) {
+            const std::size_t w = i / 64;
+            const bool still = w < remaining.size() &&
+                               ((static_cast<std::uint64_t>(remaining[w]) >> (i % 64)) & 1U) != 0;
+            if (!still) {
+                acked.set(i);
+            }
+        }
+        c_->ack_batch_index(
+            to_fence(f), entry, std::move(acked),
+            [done = std::move(done)](result<cursor::op_result> r) { deliver_ack(done, r); });
+    }
+
+    void ack_cumulative(ack_fence f, std::uint64_t entry, ack_callback done) override {
+        c_->ack_cumulative(
+            to_fence(f), entry, std::nullopt, 0, {},
+            [done = std::move(done)](result<cursor::op_result> r) { deliver_ack(done, r); });
+    }
+
+    result<ack_fence> seek(const seek_target& t) override {
+        cursor::reset_target rt;
+        switch (t.where) {
+            case seek_target::kind::earliest:
+                rt = cursor::reset_target::earliest();
+                break;
+            case seek_target::kind::latest:
+                rt = cursor::reset_target::latest();
+                break;
+            case seek_target::kind::to_entry:
+                rt = cursor::reset_target::to_offset(t.entry_id);
+                break;
+            case seek_target::kind::to_time:
+                rt = cursor::reset_target::to_time(t.publish_time);
+                break;
+        }
+        auto r = c_->reset(rt);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        return from_fence(r->current);
+    }
+
+    ack_fence current_fence() const override { return from_fence(c_->current_fence()); }
+
+    std::optional<position> mark_delete_position() const override {
+        const auto mdo = c_->mark_delete();
+        if (mdo == 0) {
+            return std::nullopt;
+        }
+        return position{ledger_id_, mdo - 1};
+    }
+
+    std::uint64_t backlog() const override { return c_->backlog(); }
+    void set_connected(bool connected) override { c_->set_connected(connected); }
+
+private:
+    std::shared_ptr<ledger::managed_cursor> c_;
+    const std::uint64_t ledger_id_;
+};
+
+class ledger_topic final : public topic_store {
+public:
+    ledger_topic(std::string name,
+                 std::shared_ptr<ledger::managed_ledger> l,
+                 storage::stream_store* s)
+        : name_(std::move(name)), l_(std::move(l)), streams_(s) {}
+
+    const std::string& name() const override { return name_; }
+    std::uint64_t ledger_id() const override { return l_->ledger_id(); }
+
+    void append(std::span<const std::byte> entry,
+                const append_info& info,
+                append_callback done) override {
+        ledger::append_options o;
+        o.publish_time = info.publish_time;
+        o.batch_size = std::max<std::uint32_t>(1, info.batch_size);
+        l_->append(entry, o, [done = std::move(done)](result<ledger::message_id> r) {
+            if (!r) {
+                done(nereus::error(r.error()));
+                return;
+            }
+            done(position{r->ledger_id, r->entry_id});
+        });
+    }
+
+    result<std::shared_ptr<subscription_cursor>> open_subscription(const std::string& name,
+                                                                   const subscription_start& start,
+                                                                   bool durable) override {
+        const auto id = l_->ledger_id();
+        if (durable) {
+            if (auto c = l_->find_cursor(name)) {
+                return std::make_shared<ledger_cursor>(std::move(*c), id);
+            }
+        }
+        cursor::initial_position where = cursor::initial_position::latest();
+        switch (start.where) {
+            case subscription_start::kind::latest:
+                break;
+            case subscription_start::kind::earliest:
+                where = cursor::initial_position::earliest();
+                break;
+            case subscription_start::kind::at_entry:
+                where = cursor::initial_position::at_offset(
+                    std::min<std::uint64_t>(start.entry_id, l_->info().end));
+                break;
+        }
+        ledger::subscription_options so;
+        so.durable = durable;
+        auto c = l_->open_cursor(name, where, so);
+        if (!c && durable && c.error() == make_error_code(ledger::errc::cursor_exists)) {
+            c = l_->find_cursor(name);
+        }
+        if (!c) {
+            return nereus::error(c.error());
+        }
+        return std::make_shared<ledger_cursor>(std::move(*c), id);
+    }
+
+    result<void> delete_subscription(const std::string& name) override {
+        return l_->delete_cursor(name);
+    }
+
+    std::vector<std::string> subscription_names() const override { return l_->cursor_names(); }
+
+    std::optional<last_entry_info> last_entry() const override {
+        const auto info = l_->info();
+        if (info.end == 0 || info.end <= info.start) {
+            return std::nullopt;
+        }
+        last_entry_info le{{info.ledger_id, info.end - 1}, 1};
+        // The batch size lives in the entry header; one small read.
+        if (auto rb = streams_->read(storage::stream_id(info.stream_id),
+                                     storage::offset(info.end - 1), 1, 1 << 20);
+            rb && !rb->empty()) {
+            if (auto h = ledger::format::decode_entry_header((*rb)[0].payload)) {
+                le.batch_size = h->batch_size;
+            }
+        }
+        return le;
+    }
+
+    // Idempotent: the server closes its open topics at stop, the backend every topic at close.
+    result<void> close() override {
+        std::lock_guard lock(close_mu_);
+        if (closed_) {
+            return {};
+        }
+        closed_ = true;
+        return l_->close();
+    }
+
+private:
+    std::mutex close_mu_;
+    bool closed_ = false;
+    const std::string name_;
+    std::shared_ptr<ledger::managed_ledger> l_;
+    storage::stream_store* streams_;
+};
+
+class ledger_backend_impl final : public ledger_backend {
+public:
+    ~ledger_backend_impl() override { (void)close(); }
+
+    result<void> init(ledger_backend_options o) {
+        options_ = std::move(o);
+        std::error_code ec;
+        std::filesystem::create_directories(options_.data_dir, ec);
+        if (ec) {
+            return nereus::error(ec);
+        }
+        auto m = meta::rocksdb_store::open(options_.data_dir + "/meta");
+        if (!m) {
+            return nereus::error(m.error());
+        }
+        meta_ = std::move(*m);
+        auto fs = posix_file_system();
+        auto s = storage::stream_store::open(fs, options_.data_dir + "/streams");
+        if (!s) {
+            return nereus::error(s.error());
+        }
+        streams_ = std::move(*s);
+        auto ob = objects::fs_object_store::open(fs, options_.data_dir + "/objects");
+        if (!ob) {
+            return nereus::error(ob.error());
+        }
+        objects_ = std::move(*ob);
+        auto session = meta::open_session_sync(*meta_, session_ttl);
+        if (!session) {
+            return nereus::error(session.error());
+        }
+        session_ = *session;
+        keeper_ = std::thread([this] { keep_alive_loop(); });
+        return {};
+    }
+
+    result<std::shared_ptr<topic_store>> open_topic(const std::string& name, bool create) override {
+        std::lock_guard lock(mu_);
+        if (closed_) {
+            return nereus::error(proto::error_kind::unavailable);
+        }
+        if (auto it = topics_.find(name); it != topics_.end()) {
+            return it->second;
+        }
+        ledger::ledger_options lo;
+        lo.create_if_missing = create && options_.auto_create;
+        auto l = ledger::managed_ledger::open_writable(
+            ledger::ledger_env{meta_.get(), objects_.get(), streams_.get(), session_}, name, lo);
+        if (!l) {
+            if (l.error() == make_error_code(ledger::errc::topic_not_found)) {
+                return nereus::error(proto::error_kind::topic_not_found);
+            }
+            return nereus::error(l.error());
+        }
+        auto t = std::make_shared<ledger_topic>(name, std::move(*l), streams_.get());
+        topics_.emplace(name, t);
+        return t;
+    }
+
+    std::vector<std::string> topic_names() const override {
+        std::vector<std::string> out;
+        auto recs = meta::list_sync(*meta_, "ledgers/");
+        if (!recs) {
+            return out;
+        }
+        constexpr std::string_view suffix = "/registry";
+        for (const auto& kr : *recs) {
+            std::string_view k = kr.key;
+            if (k.size() <= 8 + suffix.size() || k.substr(k.size() - suffix.size()) != suffix) {
+                continue;
+            }
+            const auto mid = k.substr(8, k.size() - 8 - suffix.size());
+            if (auto n = ledger::format::unescape_name(mid)) {
+                out.push_back(std::move(*n));
+            }
+        }
+        return out;
+    }
+
+    result<void> close() override {
+        std::map<std::string, std::shared_ptr<ledger_topic>> topics;
+        {
+            std::lock_guard lock(mu_);
+            if (closed_) {
+                return {};
+            }
+            closed_ = true;
+            topics.swap(topics_);
+        }
+        stop_cv_.notify_all();
+        if (keeper_.joinable()) {
+            keeper_.join();
+        }
+        result<void> first;
+        for (auto& [n, t] : topics) {
+            if (auto r = t->close(); !r && first) {
+                NEREUS_LOG(broker_log(), warn, "ledger close failed topic={} error={}", n,
+                           r.error().message());
+                first = r;
+            }
+        }
+        topics.clear();
+        if (meta_ && session_ != meta::no_session) {
+            (void)meta::close_session_sync(*meta_, session_);
+        }
+        if (streams_) {
+            if (auto r = streams_->close(); !r && first) {
+                first = r;
+            }
+        }
+        objects_.reset();
+        streams_.reset();
+        meta_.reset();
+        return first;
+    }
+
+private:
+    void keep_alive_loop() {
+        std::unique_lock lock(stop_mu_);
+        while (!stop_cv_.wait_for(lock, session_ttl / 3, [this] { return is_closed(); })) {
+            lock.unlock();
+            if (auto r = meta::keep_alive_sync(*meta_, session_); !r) {
+                NEREUS_LOG(broker_log(), err, "owner session keep-alive failed: {}",
+                           r.error().message());
+            }
+            lock.lock();
+        }
+    }
+    bool is_closed() {
+        std::lock_guard lock(mu_);
+        return closed_;
+    }
+
+    ledger_backend_options options_;
+    std::unique_ptr<meta::store> meta_;
+    std::unique_ptr<storage::stream_store> streams_;
+    std::unique_ptr<objects::object_store> objects_;
+    meta::session_id session_ = meta::no_session;
+    std::thread keeper_;
+    std::mutex stop_mu_;
+    std::condition_variable stop_cv_;
+
+    mutable std::mutex mu_;
+    bool closed_ = false;
+    std::map<std::string, std::shared_ptr<ledger_topic>> topics_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<ledger_backend>> ledger_backend::open(ledger_backend_options o) {
+    auto b = std::make_unique<ledger_backend_impl>();
+    if (auto r = b->init(std::move(o)); !r) {
+        return nereus::error(r.error());
+    }
+    return std::unique_ptr<ledger_backend>(std::move(b));
+}
+
+}  // namespace nereus::broker

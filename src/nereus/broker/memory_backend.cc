@@ -1,0 +1,347 @@
+#include "nereus/broker/memory_backend.h"
+
+#include "nereus/proto/server_error.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace nereus::broker {
+
+namespace {
+
+struct stored {
+    std::shared_ptr<const std::vector<std::byte>> data;
+    append_info info;
+};
+
+struct topic_data {
+    std::mutex mu;
+    std::vector<stored> entries;  // entry id = index
+};
+
+class memory_cursor final : public subscription_cursor {
+public:
+    memory_cursor(std::shared_ptr<topic_data> t,
+                  std::uint64_t ledger_id,
+                  std::string name,
+                  bool durable,
+                  std::uint64_t start)
+        : t_(std::move(t)),
+          ledger_id_(ledger_id),
+          name_(std::move(name)),
+          durable_(durable),
+          mdo_(start),
+          read_(start) {}
+
+    const std::string& name() const override { return name_; }
+    bool durable() const override { return durable_; }
+
+    result<std::vector<dispatch_entry>> read(std::size_t max_entries) override {
+        std::lock_guard lock(t_->mu);
+        std::vector<dispatch_entry> out;
+        read_ = std::max(read_, mdo_);
+        while (out.size() < max_entries && read_ < t_->entries.size()) {
+            const auto e = read_++;
+            if (acked_.contains(e)) {
+                continue;
+            }
+            const auto& s = t_->entries[e];
+            dispatch_entry d;
+            d.pos = {ledger_id_, e};
+            d.publish_time = s.info.publish_time;
+            d.batch_size = s.info.batch_size;
+            if (auto it = partial_.find(e); it != partial_.end()) {
+                d.remaining = it->second;
+            }
+            d.data = s.data;
+            d.fence = fence_;
+            out.push_back(std::move(d));
+        }
+        return out;
+    }
+
+    void rewind() override {
+        std::lock_guard lock(t_->mu);
+        read_ = mdo_;
+    }
+
+    void ack(ack_fence f, std::uint64_t entry, ack_callback done) override {
+        ack_outcome o;
+        {
+            std::lock_guard lock(t_->mu);
+            o = ack_locked(f, entry);
+        }
+        done(o);
+    }
+
+    void ack_batch_index(ack_fence f,
+                         std::uint64_t entry,
+                         std::uint32_t batch_size,
+                         std::span<const std::int64_t> remaining,
+                         ack_callback done) override {
+        ack_outcome o = ack_outcome::no_effect;
+        {
+            std::lock_guard lock(t_->mu);
+            if (f == fence_ && entry >= mdo_ && entry < t_->entries.size() &&
+                !acked_.contains(entry)) {
+                const std::size_t words = (batch_size + 63) / 64;
+                auto& cur = partial_[entry];
+                if (cur.empty()) {
+                    cur.assign(words, 0);
+                    for (std::uint32_t i = 0; i < batch_size; ++i) {
+                        cur[i / 64] |= std::int64_t(std::uint64_t{1} << (i % 64));
+                    }
+                }
+                bool changed = false;
+                bool none_left = true;
+                for (std::size_t w = 0; w < cur.size(); ++w) {
+                    const std::int64_t keep = w < remaining.size() ? remaining[w] : 0;
+                    const std::int64_t next = cur[w] & keep;
+                    changed = changed || next != cur[w];
+                    cur[w] = next;
+                    none_left = none_left && next == 0;
+                }
+                if (none_left) {
+                    partial_.erase(entry);
+                    o = ack_locked(f, entry);
+                } else {
+                    o = changed ? ack_outcome::applied : ack_outcome::no_effect;
+                }
+            }
+        }
+        done(o);
+    }
+
+    void ack_cumulative(ack_fence f, std::uint64_t entry, ack_callback done) override {
+        ack_outcome o = ack_outcome::no_effect;
+        {
+            std::lock_guard lock(t_->mu);
+            if (f == fence_ && entry >= mdo_ && entry < t_->entries.size()) {
+                mdo_ = entry + 1;
+                acked_.erase(acked_.begin(), acked_.lower_bound(mdo_));
+                partial_.erase(partial_.begin(), partial_.lower_bound(mdo_));
+                compact_locked();
+                o = ack_outcome::applied;
+            }
+        }
+        done(o);
+    }
+
+    result<ack_fence> seek(const seek_target& target) override {
+        std::lock_guard lock(t_->mu);
+        const std::uint64_t end = t_->entries.size();
+        std::uint64_t to = 0;
+        switch (target.where) {
+            case seek_target::kind::earliest:
+                to = 0;
+                break;
+            case seek_target::kind::latest:
+                to = end;
+                break;
+            case seek_target::kind::to_entry:
+                to = std::min(target.entry_id, end);
+                break;
+            case seek_target::kind::to_time:
+                to = end;
+                for (std::uint64_t i = 0; i < end; ++i) {
+                    if (t_->entries[i].info.publish_time >= target.publish_time) {
+                        to = i;
+                        break;
+                    }
+                }
+                break;
+        }
+        mdo_ = to;
+        read_ = to;
+        acked_.clear();
+        partial_.clear();
+        ++fence_.epoch;
+        return fence_;
+    }
+
+    ack_fence current_fence() const override {
+        std::lock_guard lock(t_->mu);
+        return fence_;
+    }
+    std::optional<position> mark_delete_position() const override {
+        std::lock_guard lock(t_->mu);
+        if (mdo_ == 0) {
+            return std::nullopt;
+        }
+        return position{ledger_id_, mdo_ - 1};
+    }
+    std::uint64_t backlog() const override {
+        std::lock_guard lock(t_->mu);
+        const std::uint64_t end = t_->entries.size();
+        return end > mdo_ ? end - mdo_ - acked_.size() : 0;
+    }
+    void set_connected(bool) override {}
+
+private:
+    // Requires: t_->mu held.
+    ack_outcome ack_locked(ack_fence f, std::uint64_t entry) {
+        if (f != fence_ || entry < mdo_ || entry >= t_->entries.size() || acked_.contains(entry)) {
+            return ack_outcome::no_effect;
+        }
+        acked_.insert(entry);
+        partial_.erase(entry);
+        compact_locked();
+        return ack_outcome::applied;
+    }
+    void compact_locked() {
+        while (!acked_.empty() && *acked_.begin() == mdo_) {
+            acked_.erase(acked_.begin());
+            ++mdo_;
+        }
+    }
+
+    std::shared_ptr<topic_data> t_;
+    const std::uint64_t ledger_id_;
+    const std::string name_;
+    const bool durable_;
+    std::uint64_t mdo_;   // first not-yet-acked entry
+    std::uint64_t read_;  // next entry to read (in memory)
+    std::set<std::uint64_t> acked_;
+    std::map<std::uint64_t, std::vector<std::int64_t>> partial_;
+    ack_fence fence_{1, 1};
+};
+
+class memory_topic final : public topic_store {
+public:
+    memory_topic(std::string name, std::uint64_t ledger_id, std::error_code fail_appends)
+        : name_(std::move(name)),
+          ledger_id_(ledger_id),
+          fail_appends_(fail_appends),
+          data_(std::make_shared<topic_data>()) {}
+
+    const std::string& name() const override { return name_; }
+    std::uint64_t ledger_id() const override { return ledger_id_; }
+
+    void append(std::span<const std::byte> entry,
+                const append_info& info,
+                append_callback done) override {
+        if (fail_appends_) {
+            done(nereus::error(fail_appends_));
+            return;
+        }
+        position p;
+        {
+            std::lock_guard lock(data_->mu);
+            p = {ledger_id_, data_->entries.size()};
+            data_->entries.push_back(
+                {std::make_shared<const std::vector<std::byte>>(entry.begin(), entry.end()), info});
+        }
+        done(p);
+    }
+
+    result<std::shared_ptr<subscription_cursor>> open_subscription(const std::string& name,
+                                                                   const subscription_start& start,
+                                                                   bool durable) override {
+        std::lock_guard lock(mu_);
+        if (durable) {
+            if (auto it = subs_.find(name); it != subs_.end()) {
+                return it->second;
+            }
+        }
+        std::uint64_t at = 0;
+        {
+            std::lock_guard dl(data_->mu);
+            const std::uint64_t end = data_->entries.size();
+            switch (start.where) {
+                case subscription_start::kind::latest:
+                    at = end;
+                    break;
+                case subscription_start::kind::earliest:
+                    at = 0;
+                    break;
+                case subscription_start::kind::at_entry:
+                    at = std::min(start.entry_id, end);
+                    break;
+            }
+        }
+        auto c = std::make_shared<memory_cursor>(data_, ledger_id_, name, durable, at);
+        if (durable) {
+            subs_.emplace(name, c);
+        }
+        return c;
+    }
+
+    result<void> delete_subscription(const std::string& name) override {
+        std::lock_guard lock(mu_);
+        if (subs_.erase(name) == 0) {
+            return nereus::error(proto::error_kind::subscription_not_found);
+        }
+        return {};
+    }
+
+    std::vector<std::string> subscription_names() const override {
+        std::lock_guard lock(mu_);
+        std::vector<std::string> out;
+        for (const auto& [n, c] : subs_) {
+            out.push_back(n);
+        }
+        return out;
+    }
+
+    std::optional<last_entry_info> last_entry() const override {
+        std::lock_guard lock(data_->mu);
+        if (data_->entries.empty()) {
+            return std::nullopt;
+        }
+        return last_entry_info{{ledger_id_, data_->entries.size() - 1},
+                               data_->entries.back().info.batch_size};
+    }
+
+    result<void> close() override { return {}; }
+
+private:
+    const std::string name_;
+    const std::uint64_t ledger_id_;
+    const std::error_code fail_appends_;
+    std::shared_ptr<topic_data> data_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::shared_ptr<memory_cursor>> subs_;
+};
+
+class memory_backend final : public topic_backend {
+public:
+    explicit memory_backend(memory_backend_options o) : options_(o) {}
+
+    result<std::shared_ptr<topic_store>> open_topic(const std::string& name, bool create) override {
+        std::lock_guard lock(mu_);
+        if (auto it = topics_.find(name); it != topics_.end()) {
+            return it->second;
+        }
+        if (!create || !options_.auto_create) {
+            return nereus::error(proto::error_kind::topic_not_found);
+        }
+        auto t = std::make_shared<memory_topic>(name, next_ledger_id_++, options_.fail_appends);
+        topics_.emplace(name, t);
+        return t;
+    }
+
+    std::vector<std::string> topic_names() const override {
+        std::lock_guard lock(mu_);
+        std::vector<std::string> out;
+        for (const auto& [n, t] : topics_) {
+            out.push_back(n);
+        }
+        return out;
+    }
+
+private:
+    const memory_backend_options options_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::shared_ptr<memory_topic>> topics_;
+    std::uint64_t next_ledger_id_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<topic_backend> make_memory_backend(memory_backend_options options) {
+    return std::make_unique<memory_backend>(options);
+}
+
+}  // namespace nereus::broker

@@ -1,0 +1,44 @@
+#pragma once
+
+// Broker configuration (the `nereus standalone` options and the limits of a connection).
+// Thread-safety: plain values.
+
+#include "nereus/proto/frame_format.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace nereus::broker {
+
+struct broker_options {
+    std::string bind_address = "127.0.0.1";
+    std::uint16_t port = 6650;  // 0: pick a free port (tests); server::port() tells which
+    // Host put into LOOKUP answers (pulsar://host:port); empty: bind_address.
+    std::string advertised_host;
+    unsigned io_threads = 2;
+    std::string server_version = "Nereus 0.1.0";
+
+    // A connection must complete CONNECT within this, or it is closed.
+    std::chrono::milliseconds handshake_timeout{10'000};
+    // PING every interval; a connection silent for two intervals is closed (Java: 30 s).
+    std::chrono::milliseconds keepalive_interval{30'000};
+    // A frame that has started arriving must make progress within this, else the connection
+    // is closed (a truncated frame followed by silence is answered within this time).
+    std::chrono::milliseconds frame_stall_timeout{2'000};
+    // Graceful stop: how long connections may take to finish in-flight appends and writes.
+    std::chrono::milliseconds stop_timeout{5'000};
+
+    // Advertised in CONNECTED; a frame above max_message_size + padding closes the connection.
+    std::uint32_t max_message_size = proto::default_max_message_size;
+    // Bytes queued for writing on one connection before it is closed as too slow.
+    std::size_t max_write_queue_bytes = std::size_t{64} << 20;
+    // Entries read from a cursor per dispatch round.
+    std::size_t dispatch_batch = 256;
+    // A consumer stops receiving while it holds this many unacked messages (Pulsar's default).
+    std::uint32_t max_unacked_per_consumer = 50'000;
+
+    bool auto_create_topics = true;
+};
+
+}  // namespace nereus::broker

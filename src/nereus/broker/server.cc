@@ -1,0 +1,210 @@
+#include "nereus/broker/server.h"
+
+#include "nereus/broker/connection.h"
+#include "nereus/broker/logger.h"
+#include "nereus/broker/topic.h"
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace nereus::broker {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+struct server::impl {
+    impl(broker_options o, topic_backend& b)
+        : options(std::move(o)),
+          backend(b),
+          acceptor(io),
+          topics(backend, io.get_executor(), options) {}
+
+    asio::awaitable<void> accept_loop();
+    void prune_locked();
+
+    broker_options options;
+    topic_backend& backend;
+    asio::io_context io;
+    tcp::acceptor acceptor;
+    topic_registry topics;
+    std::unique_ptr<broker_context> ctx;
+    std::atomic<std::uint16_t> bound_port{0};
+    std::vector<std::thread> threads;
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+
+    mutable std::mutex mu;
+    std::list<std::weak_ptr<connection>> connections;  // guarded by mu
+    bool started = false;
+    bool stopped = false;
+};
+
+asio::awaitable<void> server::impl::accept_loop() {
+    constexpr auto tok = asio::as_tuple(asio::use_awaitable);
+    for (;;) {
+        auto strand = asio::make_strand(io);
+        tcp::socket socket(strand);
+        auto [ec] = co_await acceptor.async_accept(socket, tok);
+        if (ec) {
+            if (ec == asio::error::operation_aborted || !acceptor.is_open()) {
+                co_return;
+            }
+            NEREUS_LOG(broker_log(), warn, "accept failed: {}", ec.message());
+            continue;
+        }
+        boost::system::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        auto c = std::make_shared<connection>(strand, std::move(socket), *ctx);
+        {
+            std::lock_guard lock(mu);
+            if (stopped) {
+                co_return;
+            }
+            prune_locked();
+            connections.push_back(c);
+        }
+        c->start();
+    }
+}
+
+void server::impl::prune_locked() {
+    connections.remove_if([](const std::weak_ptr<connection>& w) {
+        auto c = w.lock();
+        return !c || c->finished();
+    });
+}
+
+server::server(broker_options options, topic_backend& backend)
+    : impl_(std::make_unique<impl>(std::move(options), backend)) {}
+
+server::~server() {
+    stop();
+}
+
+result<void> server::start() {
+    auto& m = *impl_;
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(m.options.bind_address, ec);
+    if (ec) {
+        return nereus::error(std::error_code(ec.value(), std::generic_category()));
+    }
+    const tcp::endpoint ep(addr, m.options.port);
+    m.acceptor.open(ep.protocol(), ec);
+    if (!ec) {
+        m.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    }
+    if (!ec) {
+        m.acceptor.bind(ep, ec);
+    }
+    if (!ec) {
+        m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    }
+    if (ec) {
+        NEREUS_LOG(broker_log(), err, "cannot listen on {}:{}: {}", m.options.bind_address,
+                   m.options.port, ec.message());
+        return nereus::error(std::error_code(ec.value(), std::system_category()));
+    }
+    m.bound_port = m.acceptor.local_endpoint().port();
+    std::string host =
+        m.options.advertised_host.empty() ? m.options.bind_address : m.options.advertised_host;
+    if (m.options.advertised_host.empty() && addr.is_unspecified()) {
+        // Listening on every address: advertise the host name (Java standalone does too).
+        char name[256] = {};
+        host = ::gethostname(name, sizeof name - 1) == 0 && name[0] != 0 ? name : "127.0.0.1";
+    }
+    m.ctx = std::make_unique<broker_context>(broker_context{
+        m.options, m.topics, "pulsar://" + host + ":" + std::to_string(m.bound_port.load())});
+    m.work.emplace(m.io.get_executor());
+    asio::co_spawn(m.io, m.accept_loop(), [](std::exception_ptr e) {
+        if (e) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                NEREUS_LOG(broker_log(), err, "accept loop failed: {}", ex.what());
+            }
+        }
+    });
+    const unsigned n = std::max(1U, m.options.io_threads);
+    for (unsigned i = 0; i < n; ++i) {
+        m.threads.emplace_back([&io = m.io] { io.run(); });
+    }
+    m.started = true;
+    NEREUS_LOG(broker_log(), info, "broker listening on {}:{} ({} io threads)",
+               m.options.bind_address, m.bound_port.load(), n);
+    return {};
+}
+
+void server::stop() {
+    auto& m = *impl_;
+    std::vector<std::shared_ptr<connection>> live;
+    {
+        std::lock_guard lock(m.mu);
+        if (m.stopped) {
+            return;
+        }
+        m.stopped = true;
+        for (auto& w : m.connections) {
+            if (auto c = w.lock()) {
+                live.push_back(std::move(c));
+            }
+        }
+    }
+    if (m.started) {
+        asio::post(m.io, [&m] {
+            boost::system::error_code ec;
+            m.acceptor.close(ec);
+        });
+        for (auto& c : live) {
+            c->stop();
+        }
+        // Bounded wait for the connections to finish their in-flight work.
+        const auto until =
+            std::chrono::steady_clock::now() + m.options.stop_timeout + std::chrono::seconds(1);
+        for (;;) {
+            const bool all =
+                std::all_of(live.begin(), live.end(), [](const auto& c) { return c->finished(); });
+            if (all || std::chrono::steady_clock::now() >= until) {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        live.clear();
+        m.work.reset();
+        m.io.stop();
+        for (auto& t : m.threads) {
+            t.join();
+        }
+        m.threads.clear();
+    }
+    {
+        std::lock_guard lock(m.mu);
+        m.connections.clear();
+    }
+    m.topics.close_all();
+    NEREUS_LOG(broker_log(), info, "broker stopped");
+}
+
+std::uint16_t server::port() const {
+    return impl_->bound_port.load();
+}
+
+std::size_t server::connection_count() const {
+    std::lock_guard lock(impl_->mu);
+    impl_->prune_locked();
+    return impl_->connections.size();
+}
+
+const broker_options& server::options() const {
+    return impl_->options;
+}
+
+}  // namespace nereus::broker

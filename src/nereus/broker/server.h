@@ -1,0 +1,48 @@
+#pragma once
+
+// The broker's TCP server: an io_context run by a few threads, an acceptor bound to
+// options.bind_address:port (SO_REUSEADDR, so a restart right after a crash can bind again),
+// one strand per accepted connection, and a graceful stop.
+//
+// Ownership: owns the io_context, the threads, the topic registry and every connection;
+//   borrows the backend, which must outlive the server.
+// Thread-safety: start() and stop() are called from one controlling thread (not an io thread);
+//   port() and connection_count() are thread-safe.
+// Durability: stop() lets in-flight appends finish and be answered (bounded by
+//   options.stop_timeout) before it closes connections and topic stores.
+
+#include "nereus/base/result.h"
+#include "nereus/broker/options.h"
+#include "nereus/broker/topic_backend.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace nereus::broker {
+
+class server {
+public:
+    server(broker_options options, topic_backend& backend);
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+    server(server&&) = delete;
+    server& operator=(server&&) = delete;
+    // Stops if still running.
+    ~server();
+
+    // Binds, listens and starts the io threads. Errors: the bind/listen error.
+    [[nodiscard]] result<void> start();
+    // Graceful stop; idempotent; blocks until every thread has joined.
+    void stop();
+
+    // The bound port (useful with options.port == 0).
+    std::uint16_t port() const;
+    std::size_t connection_count() const;
+    const broker_options& options() const;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace nereus::broker

@@ -1,0 +1,58 @@
+#include "nereus/broker/standalone.h"
+
+#include "nereus/broker/ledger_backend.h"
+#include "nereus/broker/logger.h"
+#include "nereus/broker/server.h"
+
+#include <cstdio>
+#include <pthread.h>
+#include <signal.h>
+
+namespace nereus::broker {
+
+int run_standalone(const standalone_options& o) {
+    // Block the stop signals in every thread (the ones started below inherit the mask) and
+    // take them synchronously here, so no handler runs inside the io or storage threads.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    ledger_backend_options lo;
+    lo.data_dir = o.data_dir;
+    auto backend = ledger_backend::open(lo);
+    if (!backend) {
+        std::fprintf(stderr, "nereus standalone: cannot open data directory %s: %s\n",
+                     o.data_dir.c_str(), backend.error().message().c_str());
+        return 1;
+    }
+    broker_options bo;
+    bo.bind_address = o.bind_address;
+    bo.port = o.port;
+    bo.io_threads = o.io_threads;
+    server srv(bo, **backend);
+    if (auto r = srv.start(); !r) {
+        std::fprintf(stderr, "nereus standalone: cannot listen on %s:%u: %s\n",
+                     o.bind_address.c_str(), static_cast<unsigned>(o.port),
+                     r.error().message().c_str());
+        (void)(*backend)->close();
+        return 1;
+    }
+    NEREUS_LOG(broker_log(), info,
+               "nereus standalone serving pulsar://{}:{} data-dir={} (admin REST on {} not "
+               "served yet)",
+               o.bind_address, srv.port(), o.data_dir, o.http_port);
+    int sig = 0;
+    while (sigwait(&stop_signals, &sig) != 0) {
+    }
+    NEREUS_LOG(broker_log(), info, "signal {} received: stopping", sig);
+    srv.stop();
+    if (auto r = (*backend)->close(); !r) {
+        NEREUS_LOG(broker_log(), err, "closing the data directory failed: {}", r.error().message());
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace nereus::broker

@@ -1,0 +1,631 @@
+#include "nereus/broker/subscription.h"
+
+#include "nereus/broker/logger.h"
+#include "nereus/proto/frame_format.h"
+#include "nereus/proto/pulsar_api.h"
+#include "nereus/proto/server_error.h"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <set>
+
+namespace nereus::broker {
+
+namespace {
+
+constexpr std::int32_t key_slots = 1 << 16;
+
+// MurmurHash3 x86 32-bit (public domain algorithm), seed 0.
+std::uint32_t murmur3_32(const std::byte* data, std::size_t len) {
+    constexpr std::uint32_t c1 = 0xcc9e2d51;
+    constexpr std::uint32_t c2 = 0x1b873593;
+    std::uint32_t h = 0;
+    const std::size_t blocks = len / 4;
+    for (std::size_t i = 0; i < blocks; ++i) {
+        std::uint32_t k = std::uint32_t(data[4 * i]) | (std::uint32_t(data[4 * i + 1]) << 8) |
+                          (std::uint32_t(data[4 * i + 2]) << 16) |
+                          (std::uint32_t(data[4 * i + 3]) << 24);
+        k *= c1;
+        k = (k << 15) | (k >> 17);
+        k *= c2;
+        h ^= k;
+        h = (h << 13) | (h >> 19);
+        h = h * 5 + 0xe6546b64;
+    }
+    std::uint32_t k = 0;
+    const std::byte* tail = data + 4 * blocks;
+    switch (len & 3) {
+        case 3:
+            k ^= std::uint32_t(tail[2]) << 16;
+            [[fallthrough]];
+        case 2:
+            k ^= std::uint32_t(tail[1]) << 8;
+            [[fallthrough]];
+        case 1:
+            k ^= std::uint32_t(tail[0]);
+            k *= c1;
+            k = (k << 15) | (k >> 17);
+            k *= c2;
+            h ^= k;
+            break;
+        default:
+            break;
+    }
+    h ^= static_cast<std::uint32_t>(len);
+    h ^= h >> 16;
+    h *= 0x85ebca6b;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35;
+    h ^= h >> 16;
+    return h;
+}
+
+// The Key_Shared slot of a stored entry: ordering_key, else partition_key, else the empty key;
+// an entry whose metadata cannot be read goes to slot 0.
+std::int32_t key_slot(const std::vector<std::byte>& stored) {
+    std::size_t at = 0;
+    if (stored.size() >= 2 && proto::detail::load_be16(stored.data()) == proto::magic_crc32c) {
+        at = proto::checksum_section_bytes;
+    }
+    if (stored.size() < at + 4) {
+        return 0;
+    }
+    const std::uint32_t n = proto::detail::load_be32(stored.data() + at);
+    at += 4;
+    if (stored.size() - at < n) {
+        return 0;
+    }
+    proto::pb::MessageMetadata md;
+    if (!md.ParsePartialFromArray(stored.data() + at, static_cast<int>(n))) {
+        return 0;
+    }
+    const std::string& key = md.has_ordering_key() ? md.ordering_key() : md.partition_key();
+    const auto h = murmur3_32(reinterpret_cast<const std::byte*>(key.data()), key.size());
+    return static_cast<std::int32_t>(h % key_slots);
+}
+
+}  // namespace
+
+const char* to_string(sub_type t) noexcept {
+    switch (t) {
+        case sub_type::exclusive:
+            return "Exclusive";
+        case sub_type::shared:
+            return "Shared";
+        case sub_type::failover:
+            return "Failover";
+        case sub_type::key_shared:
+            return "Key_Shared";
+    }
+    return "Unknown";
+}
+
+subscription::subscription(std::string name,
+                           std::shared_ptr<subscription_cursor> cursor,
+                           boost::asio::any_io_executor ex,
+                           const broker_options& options)
+    : name_(std::move(name)), cursor_(std::move(cursor)), ex_(std::move(ex)), options_(options) {}
+
+result<void> subscription::add_consumer(const std::shared_ptr<consumer>& c) {
+    {
+        std::lock_guard lock(mu_);
+        if (!consumers_.empty()) {
+            if (type_ != c->type) {
+                return nereus::error(proto::error_kind::consumer_busy);
+            }
+            if (type_ == sub_type::exclusive) {
+                return nereus::error(proto::error_kind::consumer_busy);
+            }
+        }
+        type_ = c->type;
+        consumers_.push_back(c);
+        cursor_->set_connected(true);
+        if (type_ == sub_type::exclusive || type_ == sub_type::failover) {
+            elect_active_locked();
+        }
+    }
+    return {};
+}
+
+std::size_t subscription::remove_consumer(const consumer& c) {
+    std::lock_guard lock(mu_);
+    const auto it = std::find_if(consumers_.begin(), consumers_.end(),
+                                 [&](const auto& p) { return p.get() == &c; });
+    if (it == consumers_.end()) {
+        return consumers_.size();
+    }
+    const auto keep = *it;  // `c` stays valid while we clean up
+    consumers_.erase(it);
+    release_pending_locked(&c, {});
+    if (consumers_.empty()) {
+        cursor_->set_connected(false);
+    } else if (type_ == sub_type::exclusive || type_ == sub_type::failover) {
+        elect_active_locked();
+    }
+    dispatch_locked();
+    return consumers_.size();
+}
+
+std::size_t subscription::consumer_count() const {
+    std::lock_guard lock(mu_);
+    return consumers_.size();
+}
+
+void subscription::add_permits(const consumer& c, std::uint32_t n) {
+    std::lock_guard lock(mu_);
+    for (auto& p : consumers_) {
+        if (p.get() == &c) {
+            p->permits += n;
+            break;
+        }
+    }
+    dispatch_locked();
+}
+
+void subscription::notify_new_entries() {
+    if (dispatch_scheduled_.exchange(true)) {
+        return;
+    }
+    boost::asio::post(ex_, [self = shared_from_this()] {
+        self->dispatch_scheduled_.store(false);
+        self->dispatch();
+    });
+}
+
+void subscription::dispatch() {
+    std::lock_guard lock(mu_);
+    dispatch_locked();
+}
+
+void subscription::elect_active_locked() {
+    // Exclusive/Failover: the active consumer has the best (lowest) priority, then the smallest
+    // name; ties keep attach order.
+    consumer* best = nullptr;
+    for (auto& p : consumers_) {
+        if (best == nullptr || p->priority < best->priority ||
+            (p->priority == best->priority && p->name < best->name)) {
+            best = p.get();
+        }
+    }
+    bool changed = false;
+    for (auto& p : consumers_) {
+        const bool active = p.get() == best;
+        const bool flipped = p->active != active;
+        changed = changed || flipped;
+        p->active = active;
+        if (flipped || !p->told_active) {
+            p->told_active = true;
+            if (auto s = p->sink.lock()) {
+                s->active_consumer_change(p->id, active);
+            }
+        }
+    }
+    if (changed) {
+        // The new active consumer starts again at the mark-delete position.
+        for (auto& [entry, pend] : pending_) {
+            (void)entry;
+            if (pend.owner != best) {
+                pend.owner = nullptr;
+            }
+        }
+        std::erase_if(pending_, [](const auto& kv) { return kv.second.owner == nullptr; });
+        for (auto& p : consumers_) {
+            if (p.get() != best) {
+                p->unacked = 0;  // its deliveries were taken back
+            }
+        }
+        rewind_locked();
+    }
+}
+
+void subscription::rewind_locked() {
+    cursor_->rewind();
+    buffer_.clear();
+    buffer_pos_ = 0;
+}
+
+void subscription::release_pending_locked(const consumer* owner,
+                                          std::span<const std::uint64_t> only) {
+    bool released = false;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+        const bool match =
+            it->second.owner == owner &&
+            (only.empty() || std::find(only.begin(), only.end(), it->first) != only.end());
+        if (match) {
+            if (type_ == sub_type::shared || type_ == sub_type::key_shared) {
+                ++redelivery_[it->first];
+            }
+            ++redeliveries_;
+            for (auto& p : consumers_) {
+                if (p.get() == owner) {
+                    p->unacked -= std::min<std::uint64_t>(p->unacked, it->second.messages);
+                }
+            }
+            it = erase_pending_locked(it);
+            released = true;
+        } else {
+            ++it;
+        }
+    }
+    if (released) {
+        rewind_locked();
+    }
+}
+
+consumer* subscription::pick_consumer_locked() {
+    const auto eligible = [&](const consumer& c) {
+        return c.permits > 0 && c.unacked < options_.max_unacked_per_consumer;
+    };
+    if (type_ == sub_type::exclusive || type_ == sub_type::failover) {
+        for (auto& p : consumers_) {
+            if (p->active) {
+                return eligible(*p) ? p.get() : nullptr;
+            }
+        }
+        return nullptr;
+    }
+    const std::size_t n = consumers_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        auto& p = consumers_[(round_robin_ + i) % n];
+        if (eligible(*p)) {
+            round_robin_ = (round_robin_ + i + 1) % n;
+            return p.get();
+        }
+    }
+    return nullptr;
+}
+
+void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
+    pending_[entry] = p;
+    if (p.slot >= 0) {
+        auto& h = slots_[p.slot];
+        h.holder = p.owner;
+        ++h.entries;
+    }
+}
+
+std::map<std::uint64_t, subscription::pending>::iterator subscription::erase_pending_locked(
+    std::map<std::uint64_t, pending>::iterator it) {
+    if (it->second.slot >= 0) {
+        if (auto s = slots_.find(it->second.slot); s != slots_.end()) {
+            if (--s->second.entries == 0) {
+                slots_.erase(s);
+            }
+        }
+    }
+    return pending_.erase(it);
+}
+
+void subscription::deliver_locked(consumer& c, const dispatch_entry& e, std::int32_t slot) {
+    const std::uint32_t messages = e.message_count();
+    c.permits -= messages;
+    c.unacked += messages;
+    add_pending_locked(e.pos.entry_id, pending{&c, e.fence, e.batch_size, messages, slot});
+    ++dispatched_;
+    std::uint32_t redeliveries = 0;
+    if (auto it = redelivery_.find(e.pos.entry_id); it != redelivery_.end()) {
+        redeliveries = it->second;
+    }
+    if (auto s = c.sink.lock()) {
+        s->deliver(c.id, e, redeliveries);
+    }
+}
+
+void subscription::dispatch_key_shared_locked() {
+    const auto eligible = [&](const consumer& c) {
+        return c.permits > 0 && c.unacked < options_.max_unacked_per_consumer;
+    };
+    for (int rounds = 0; rounds < 64; ++rounds) {
+        if (consumers_.empty()) {
+            return;
+        }
+        // Read more while the buffer (entries waiting for their slot or owner) is small.
+        if (buffer_.size() < options_.dispatch_batch) {
+            std::int64_t total = 0;
+            for (auto& p : consumers_) {
+                total += eligible(*p) ? p->permits : 0;
+            }
+            if (total > 0) {
+                auto r = cursor_->read(std::min<std::size_t>(options_.dispatch_batch,
+                                                             static_cast<std::size_t>(total)));
+                if (!r) {
+                    NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
+                               r.error().message());
+                    return;
+                }
+                for (auto& e : *r) {
+                    if (!pending_.contains(e.pos.entry_id)) {
+                        buffer_.push_back(std::move(e));
+                    }
+                }
+            }
+        }
+        const std::size_t n = consumers_.size();
+        std::vector<dispatch_entry> kept;
+        std::set<std::int32_t> blocked;  // keeps per-slot order within this pass
+        bool delivered = false;
+        for (auto& e : buffer_) {
+            const std::int32_t slot = key_slot(*e.data);
+            const std::size_t owner_index =
+                static_cast<std::size_t>(slot) * n / static_cast<std::size_t>(key_slots);
+            consumer& owner = *consumers_[owner_index];
+            const auto hold = slots_.find(slot);
+            const bool held_elsewhere = hold != slots_.end() && hold->second.holder != &owner;
+            if (blocked.contains(slot) || held_elsewhere || !eligible(owner)) {
+                blocked.insert(slot);
+                kept.push_back(std::move(e));
+                continue;
+            }
+            deliver_locked(owner, e, slot);
+            delivered = true;
+        }
+        buffer_ = std::move(kept);
+        buffer_pos_ = 0;
+        if (!delivered) {
+            return;
+        }
+    }
+    notify_new_entries();
+}
+
+void subscription::dispatch_locked() {
+    if (type_ == sub_type::key_shared) {
+        dispatch_key_shared_locked();
+        return;
+    }
+    // Bounded: each round hands out at most what was read, and reads stop when the cursor has
+    // nothing more or no consumer has permits.
+    for (int rounds = 0; rounds < 64; ++rounds) {
+        if (consumers_.empty()) {
+            return;
+        }
+        if (buffer_pos_ >= buffer_.size()) {
+            buffer_.clear();
+            buffer_pos_ = 0;
+            std::int64_t total = 0;
+            for (auto& p : consumers_) {
+                total += std::max<std::int64_t>(0, p->permits);
+            }
+            if (total <= 0 || pick_consumer_locked() == nullptr) {
+                return;
+            }
+            // pick_consumer advanced the round-robin; undo to keep fairness simple.
+            round_robin_ =
+                consumers_.empty() ? 0 : (round_robin_ + consumers_.size() - 1) % consumers_.size();
+            auto r = cursor_->read(
+                std::min<std::size_t>(options_.dispatch_batch, static_cast<std::size_t>(total)));
+            if (!r) {
+                NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
+                           r.error().message());
+                return;
+            }
+            if (r->empty()) {
+                return;
+            }
+            for (auto& e : *r) {
+                if (!pending_.contains(e.pos.entry_id)) {
+                    buffer_.push_back(std::move(e));
+                }
+            }
+            continue;
+        }
+        while (buffer_pos_ < buffer_.size()) {
+            consumer* c = pick_consumer_locked();
+            if (c == nullptr) {
+                return;
+            }
+            const dispatch_entry& e = buffer_[buffer_pos_++];
+            deliver_locked(*c, e, -1);
+        }
+    }
+    // Still more to do: continue in a later round so one subscription cannot hog an io thread.
+    notify_new_entries();
+}
+
+void subscription::ack(const consumer& c,
+                       bool cumulative,
+                       std::vector<ack_id> ids,
+                       std::function<void(result<void>)> done) {
+    struct call {
+        ack_fence fence;
+        std::uint64_t entry = 0;
+        std::uint32_t batch_size = 0;
+        std::vector<std::int64_t> remaining;
+        enum { whole, batch_index, cumulative, skip } kind = whole;
+    };
+    std::vector<call> calls;
+    {
+        std::lock_guard lock(mu_);
+        if (cumulative && (type_ == sub_type::shared || type_ == sub_type::key_shared)) {
+            // Pulsar ignores cumulative acks on Shared/Key_Shared (logged, answered success).
+            ++acks_no_effect_;
+            ids.clear();
+        }
+        if (cumulative && ids.size() > 1) {
+            ids.resize(1);
+        }
+        const ack_fence current = cursor_->current_fence();
+        for (auto& id : ids) {
+            call k;
+            k.entry = id.entry_id;
+            k.fence = current;
+            auto it = pending_.find(id.entry_id);
+            if (it != pending_.end()) {
+                k.fence = it->second.fence;
+                k.batch_size = it->second.batch_size;
+            }
+            if (id.batch_size > 0) {
+                k.batch_size = static_cast<std::uint32_t>(id.batch_size);
+            }
+            if (cumulative) {
+                // A cumulative ack naming a partly acked batch acks the entries before it.
+                if (!id.ack_set.empty()) {
+                    if (id.entry_id == 0) {
+                        k.kind = call::skip;
+                    } else {
+                        k.entry = id.entry_id - 1;
+                        k.kind = call::cumulative;
+                    }
+                } else {
+                    k.kind = call::cumulative;
+                }
+                if (k.kind == call::cumulative) {
+                    for (auto p = pending_.begin(); p != pending_.end() && p->first <= k.entry;) {
+                        for (auto& cons : consumers_) {
+                            if (cons.get() == p->second.owner) {
+                                cons->unacked -=
+                                    std::min<std::uint64_t>(cons->unacked, p->second.messages);
+                            }
+                        }
+                        p = erase_pending_locked(p);
+                    }
+                }
+            } else if (!id.ack_set.empty()) {
+                if (k.batch_size == 0) {
+                    k.kind = call::skip;  // batch size unknown: wait for the whole-entry ack
+                } else {
+                    k.kind = call::batch_index;
+                    k.remaining = std::move(id.ack_set);
+                }
+            } else {
+                k.kind = call::whole;
+                if (it != pending_.end()) {
+                    for (auto& cons : consumers_) {
+                        if (cons.get() == it->second.owner) {
+                            cons->unacked -=
+                                std::min<std::uint64_t>(cons->unacked, it->second.messages);
+                        }
+                    }
+                    erase_pending_locked(it);
+                }
+            }
+            calls.push_back(std::move(k));
+        }
+        (void)c;
+        // Freed unacked budget may unblock a consumer.
+        dispatch_locked();
+    }
+
+    struct join {
+        std::mutex mu;
+        std::size_t left = 0;
+        std::error_code first_error;
+        std::function<void(result<void>)> done;
+    };
+    auto j = std::make_shared<join>();
+    j->left = calls.size() + 1;  // +1: released after issuing every call
+    j->done = std::move(done);
+    auto self = shared_from_this();
+    auto finish = [j, self](result<ack_outcome> r) {
+        std::function<void(result<void>)> cb;
+        std::error_code err;
+        {
+            std::lock_guard lock(j->mu);
+            if (!r && !j->first_error) {
+                j->first_error = r.error();
+            }
+            if (--j->left == 0) {
+                cb = std::move(j->done);
+                err = j->first_error;
+            }
+        }
+        if (r) {
+            if (*r == ack_outcome::applied) {
+                ++self->acks_applied_;
+            } else {
+                ++self->acks_no_effect_;
+            }
+        }
+        if (cb) {
+            cb(err ? result<void>(nereus::error(err)) : result<void>());
+        }
+    };
+    for (auto& k : calls) {
+        switch (k.kind) {
+            case call::whole:
+                cursor_->ack(k.fence, k.entry, finish);
+                break;
+            case call::batch_index:
+                cursor_->ack_batch_index(k.fence, k.entry, k.batch_size, k.remaining, finish);
+                break;
+            case call::cumulative:
+                cursor_->ack_cumulative(k.fence, k.entry, finish);
+                break;
+            case call::skip:
+                finish(ack_outcome::no_effect);
+                break;
+        }
+    }
+    // The extra reference: completes the join even when `calls` is empty. It counts neither as
+    // applied nor as no-effect.
+    {
+        std::function<void(result<void>)> cb;
+        std::error_code err;
+        {
+            std::lock_guard lock(j->mu);
+            if (--j->left == 0) {
+                cb = std::move(j->done);
+                err = j->first_error;
+            }
+        }
+        if (cb) {
+            cb(err ? result<void>(nereus::error(err)) : result<void>());
+        }
+    }
+}
+
+void subscription::redeliver(const consumer& c, std::span<const std::uint64_t> entry_ids) {
+    std::lock_guard lock(mu_);
+    const bool by_id =
+        !entry_ids.empty() && (type_ == sub_type::shared || type_ == sub_type::key_shared);
+    release_pending_locked(&c, by_id ? entry_ids : std::span<const std::uint64_t>{});
+    dispatch_locked();
+}
+
+result<void> subscription::seek(const seek_target& target) {
+    std::vector<std::shared_ptr<consumer>> closed;
+    {
+        std::lock_guard lock(mu_);
+        closed.swap(consumers_);
+        pending_.clear();
+        slots_.clear();
+        buffer_.clear();
+        buffer_pos_ = 0;
+        for (auto& p : closed) {
+            if (auto s = p->sink.lock()) {
+                s->close_consumer_by_broker(p->id);
+            }
+        }
+        cursor_->set_connected(false);
+    }
+    auto r = cursor_->seek(target);
+    if (!r) {
+        return nereus::error(r.error());
+    }
+    std::lock_guard lock(mu_);
+    redelivery_.clear();
+    buffer_.clear();
+    buffer_pos_ = 0;
+    return {};
+}
+
+result<void> subscription::check_unsubscribe(const consumer& c) const {
+    std::lock_guard lock(mu_);
+    for (const auto& p : consumers_) {
+        if (p.get() != &c) {
+            return nereus::error(proto::error_kind::consumer_busy);
+        }
+    }
+    return {};
+}
+
+subscription_stats subscription::stats() const {
+    return {acks_applied_.load(), acks_no_effect_.load(), dispatched_.load(), redeliveries_.load()};
+}
+
+std::int64_t subscription::permits_of(const consumer& c) const {
+    std::lock_guard lock(mu_);
+    return c.permits;
+}
+
+}  // namespace nereus::broker

@@ -1,0 +1,220 @@
+#include "nereus/broker/topic.h"
+
+#include "nereus/broker/logger.h"
+#include "nereus/proto/server_error.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <chrono>
+
+namespace nereus::broker {
+
+topic::topic(topic_name name,
+             std::shared_ptr<topic_store> store,
+             boost::asio::any_io_executor ex,
+             const broker_options& options)
+    : name_(std::move(name)),
+      full_(name_.full()),
+      store_(std::move(store)),
+      ex_(std::move(ex)),
+      options_(options) {}
+
+std::string topic::generate_name() {
+    // Unique per process start: the start time tells two runs apart, the counter two producers.
+    static const auto start = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+    static std::atomic<std::uint64_t> counter{0};
+    return fmt::format("nereus-{:x}-{}", start, counter.fetch_add(1));
+}
+
+result<producer_grant> topic::add_producer(std::optional<std::string> name,
+                                           access_mode mode,
+                                           std::function<void()> on_granted) {
+    std::lock_guard lock(mu_);
+    if (mode == access_mode::exclusive_with_fencing) {
+        return nereus::error(proto::error_kind::not_allowed);
+    }
+    if (name && !name->empty()) {
+        for (const auto& [t, p] : producers_) {
+            (void)t;
+            if (p.name == *name) {
+                return nereus::error(proto::error_kind::producer_busy);
+            }
+        }
+    }
+    bool exclusive_present = false;
+    for (const auto& [t, p] : producers_) {
+        (void)t;
+        exclusive_present = exclusive_present || p.mode != access_mode::shared;
+    }
+    producer_grant g;
+    g.name = (name && !name->empty()) ? *name : generate_name();
+    switch (mode) {
+        case access_mode::shared:
+            if (exclusive_present) {
+                return nereus::error(proto::error_kind::producer_busy);
+            }
+            break;
+        case access_mode::exclusive:
+            if (!producers_.empty()) {
+                return nereus::error(proto::error_kind::producer_busy);
+            }
+            break;
+        case access_mode::wait_for_exclusive:
+            if (!producers_.empty()) {
+                g.token = next_token_++;
+                g.ready = false;
+                waiters_.push_back({g.token, g.name, std::move(on_granted)});
+                return g;
+            }
+            break;
+        case access_mode::exclusive_with_fencing:
+            break;
+    }
+    g.token = next_token_++;
+    producers_.emplace(g.token, producer_entry{g.name, mode});
+    return g;
+}
+
+void topic::remove_producer(std::uint64_t token) {
+    std::function<void()> grant;
+    {
+        std::lock_guard lock(mu_);
+        if (producers_.erase(token) == 0) {
+            std::erase_if(waiters_, [&](const waiter& w) { return w.token == token; });
+            return;
+        }
+        if (producers_.empty() && !waiters_.empty()) {
+            auto w = std::move(waiters_.front());
+            waiters_.pop_front();
+            producers_.emplace(w.token, producer_entry{w.name, access_mode::wait_for_exclusive});
+            grant = std::move(w.on_granted);
+        }
+    }
+    if (grant) {
+        grant();
+    }
+}
+
+void topic::append(std::span<const std::byte> entry,
+                   const append_info& info,
+                   append_callback done) {
+    store_->append(entry, info,
+                   [self = shared_from_this(), done = std::move(done)](result<position> r) {
+                       const bool ok = r.has_value();
+                       done(std::move(r));
+                       if (ok) {
+                           // Completions run on a storage thread: wake the dispatchers from an io
+                           // thread.
+                           boost::asio::post(self->ex_, [self] { self->notify_subscriptions(); });
+                       }
+                   });
+}
+
+void topic::notify_subscriptions() {
+    std::vector<std::shared_ptr<subscription>> subs;
+    {
+        std::lock_guard lock(mu_);
+        for (auto& [n, s] : subscriptions_) {
+            (void)n;
+            subs.push_back(s);
+        }
+    }
+    for (auto& s : subs) {
+        s->notify_new_entries();
+    }
+}
+
+result<std::shared_ptr<subscription>> topic::subscribe(const std::string& name,
+                                                       const subscription_start& start,
+                                                       bool durable) {
+    std::lock_guard lock(mu_);
+    if (auto it = subscriptions_.find(name); it != subscriptions_.end()) {
+        if (it->second->durable() != durable) {
+            return nereus::error(proto::error_kind::consumer_busy);
+        }
+        return it->second;
+    }
+    auto c = store_->open_subscription(name, start, durable);
+    if (!c) {
+        return nereus::error(c.error());
+    }
+    auto s = std::make_shared<subscription>(name, std::move(*c), ex_, options_);
+    subscriptions_.emplace(name, s);
+    return s;
+}
+
+void topic::release_subscription(const std::shared_ptr<subscription>& s) {
+    if (s->durable() || s->consumer_count() > 0) {
+        return;
+    }
+    std::lock_guard lock(mu_);
+    if (auto it = subscriptions_.find(s->name()); it != subscriptions_.end() && it->second == s) {
+        subscriptions_.erase(it);
+    }
+}
+
+result<void> topic::delete_subscription(const std::shared_ptr<subscription>& s) {
+    std::lock_guard lock(mu_);
+    if (s->durable()) {
+        auto r = store_->delete_subscription(s->name());
+        if (!r) {
+            return r;
+        }
+    }
+    if (auto it = subscriptions_.find(s->name()); it != subscriptions_.end() && it->second == s) {
+        subscriptions_.erase(it);
+    }
+    return {};
+}
+
+topic_registry::topic_registry(topic_backend& backend,
+                               boost::asio::any_io_executor ex,
+                               const broker_options& options)
+    : backend_(backend), ex_(std::move(ex)), options_(options) {}
+
+result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name, bool create) {
+    const std::string full = name.full();
+    std::lock_guard lock(mu_);
+    if (auto it = topics_.find(full); it != topics_.end()) {
+        return it->second;
+    }
+    auto store = backend_.open_topic(full, create && options_.auto_create_topics);
+    if (!store) {
+        return nereus::error(store.error());
+    }
+    auto t = std::make_shared<topic>(name, std::move(*store), ex_, options_);
+    topics_.emplace(full, t);
+    NEREUS_LOG(broker_log(), info, "topic opened topic={}", full);
+    return t;
+}
+
+std::vector<std::string> topic_registry::topics_in_namespace(const std::string& ns) const {
+    const std::string prefix = "persistent://" + ns + "/";
+    std::vector<std::string> out;
+    for (auto& n : backend_.topic_names()) {
+        if (n.rfind(prefix, 0) == 0) {
+            out.push_back(std::move(n));
+        }
+    }
+    return out;
+}
+
+void topic_registry::close_all() {
+    std::map<std::string, std::shared_ptr<topic>> topics;
+    {
+        std::lock_guard lock(mu_);
+        topics.swap(topics_);
+    }
+    for (auto& [n, t] : topics) {
+        if (auto r = t->store().close(); !r) {
+            NEREUS_LOG(broker_log(), warn, "topic close failed topic={} error={}", n,
+                       r.error().message());
+        }
+    }
+}
+
+}  // namespace nereus::broker

@@ -1,0 +1,131 @@
+#pragma once
+
+// A topic as the broker serves it: its store (topic_backend.h), its producers (access modes,
+// names) and its subscriptions; and the registry of open topics.
+//
+// Producers: Shared producers coexist; an Exclusive producer needs the topic to itself (else
+// ProducerBusy) and keeps Shared ones out; WaitForExclusive queues until the topic is free and
+// is then granted (its connection answers PRODUCER_SUCCESS late). A user-provided producer name
+// that is already connected is refused with ProducerBusy; otherwise names are generated,
+// unique per process start.
+//
+// Ownership: topics are owned by the registry and shared with connections; a topic owns its
+//   subscriptions (durable ones stay while the topic is open, non-durable ones go with their
+//   last consumer).
+// Thread-safety: thread-safe (one mutex per topic for producers and the subscription map; the
+//   registry has its own). Subscription creation and deletion call the store with the topic
+//   mutex held, on purpose (one creation per name); storage completions never take it (they
+//   post to the io executor).
+// Durability: append completions are durable (the store's); see subscription.h for acks.
+
+#include "nereus/base/result.h"
+#include "nereus/broker/options.h"
+#include "nereus/broker/subscription.h"
+#include "nereus/broker/topic_backend.h"
+#include "nereus/broker/topic_name.h"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nereus::broker {
+
+enum class access_mode : std::int32_t {
+    shared = 0,
+    exclusive = 1,
+    wait_for_exclusive = 2,
+    exclusive_with_fencing = 3,
+};
+
+struct producer_grant {
+    std::uint64_t token = 0;  // identifies this producer on the topic
+    std::string name;
+    bool ready = true;  // false: WaitForExclusive queued; on_granted runs later
+};
+
+class topic : public std::enable_shared_from_this<topic> {
+public:
+    topic(topic_name name,
+          std::shared_ptr<topic_store> store,
+          boost::asio::any_io_executor ex,
+          const broker_options& options);
+
+    const topic_name& name() const { return name_; }
+    const std::string& full_name() const { return full_; }
+    topic_store& store() { return *store_; }
+
+    // Registers a producer. `on_granted` runs (any thread, topic mutex not held) when a queued
+    // WaitForExclusive producer becomes the exclusive one. Errors: producer_busy, not_allowed.
+    [[nodiscard]] result<producer_grant> add_producer(std::optional<std::string> name,
+                                                      access_mode mode,
+                                                      std::function<void()> on_granted);
+    void remove_producer(std::uint64_t token);
+
+    // Appends (durable completion, any thread) and wakes the subscriptions' dispatchers.
+    void append(std::span<const std::byte> entry, const append_info& info, append_callback done);
+
+    // Finds or creates the subscription. Errors: consumer_busy (non-durable name clash),
+    // store errors.
+    [[nodiscard]] result<std::shared_ptr<subscription>> subscribe(const std::string& name,
+                                                                  const subscription_start& start,
+                                                                  bool durable);
+    // Drops a non-durable subscription without consumers (after its last consumer left).
+    void release_subscription(const std::shared_ptr<subscription>& s);
+    // Deletes the subscription (UNSUBSCRIBE). Durable before it returns.
+    [[nodiscard]] result<void> delete_subscription(const std::shared_ptr<subscription>& s);
+
+private:
+    struct producer_entry {
+        std::string name;
+        access_mode mode = access_mode::shared;
+    };
+    struct waiter {
+        std::uint64_t token = 0;
+        std::string name;
+        std::function<void()> on_granted;
+    };
+    std::string generate_name();
+    void notify_subscriptions();
+
+    const topic_name name_;
+    const std::string full_;
+    const std::shared_ptr<topic_store> store_;
+    boost::asio::any_io_executor ex_;
+    const broker_options& options_;
+
+    std::mutex mu_;
+    std::uint64_t next_token_ = 1;                                        // guarded by mu_
+    std::map<std::uint64_t, producer_entry> producers_;                   // guarded by mu_
+    std::deque<waiter> waiters_;                                          // guarded by mu_
+    std::map<std::string, std::shared_ptr<subscription>> subscriptions_;  // guarded by mu_
+};
+
+// The open topics of one broker.
+// Thread-safety: thread-safe. open() may block on the backend (topic recovery).
+class topic_registry {
+public:
+    topic_registry(topic_backend& backend,
+                   boost::asio::any_io_executor ex,
+                   const broker_options& options);
+
+    [[nodiscard]] result<std::shared_ptr<topic>> open(const topic_name& name, bool create);
+    // Full names of known topics in `tenant/ns` (backend's view, i.e. also unopened ones).
+    std::vector<std::string> topics_in_namespace(const std::string& ns) const;
+    // Closes every open topic's store (graceful stop).
+    void close_all();
+
+private:
+    topic_backend& backend_;
+    boost::asio::any_io_executor ex_;
+    const broker_options& options_;
+    mutable std::mutex mu_;
+    std::map<std::string, std::shared_ptr<topic>> topics_;  // guarded by mu_
+};
+
+}  // namespace nereus::broker

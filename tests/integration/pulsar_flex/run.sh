@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# End-to-end smoke test with the stock pulsar-flex client (pure JavaScript, from npm):
+# subscribe (each subscription type), produce a single message, a batch and another message, nack one message
+# and see it redelivered with redelivery_count 1, ack everything with ack responses.
+# Usage: tests/integration/pulsar_flex/run.sh [path/to/nereus]   (needs node + npm)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+nereus=${1:-build/nereus}
+work=$(mktemp -d)
+trap 'kill -TERM "${broker:-0}" 2>/dev/null || true; wait "${broker:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+cp "$here/package.json" "$here/smoke.js" "$work/"
+(cd "$work" && npm install --no-audit --no-fund --silent)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$nereus" standalone --data-dir "$work/data" --port "$port" >"$work/broker.log" 2>&1 &
+broker=$!
+for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+done
+for sub in SHARED EXCLUSIVE FAILOVER KEY_SHARED; do
+    (cd "$work" && timeout 60 node smoke.js "$port" "$sub") || { cat "$work/broker.log"; exit 1; }
+done
+kill -TERM "$broker"
+wait "$broker"
+broker=
+echo "pulsar-flex smoke: OK"

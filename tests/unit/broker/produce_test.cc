@@ -1,0 +1,205 @@
+// PRODUCER (names, access modes) and SEND → SEND_RECEIPT / SEND_ERROR.
+
+#include "support/broker_fixture.h"
+
+namespace nereus::broker::test {
+namespace {
+
+using proto::command_type;
+
+constexpr std::string_view topic = "persistent://public/default/produce";
+
+TEST_F(BrokerTest, ProducerGetsGeneratedNameAndNoLastSequence) {
+    start();
+    auto c = connected_client();
+    proto::producer_args a;
+    a.topic = topic;
+    a.producer_id = 0;
+    a.request_id = 1;
+    c->send([&](proto::frame_buffer& b) { return c->writer().producer(b, a).has_value(); });
+    auto r = c->expect(command_type::producer_success);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->cmd.producer_success().request_id(), 1U);
+    EXPECT_FALSE(r->cmd.producer_success().producer_name().empty());
+    EXPECT_EQ(r->cmd.producer_success().last_sequence_id(), -1);
+}
+
+TEST_F(BrokerTest, SendsGetReceiptsInOrderWithEntryIds) {
+    start();
+    auto c = connected_client();
+    ASSERT_FALSE(create_producer(*c, topic, 0, 1).empty());
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(c->send_message(0, static_cast<std::uint64_t>(i),
+                                    std::string("m").append(std::to_string(i))));
+    }
+    std::uint64_t ledger = 0;
+    for (int i = 0; i < 100; ++i) {
+        auto r = c->expect(command_type::send_receipt);
+        ASSERT_TRUE(r) << i;
+        const auto& s = r->cmd.send_receipt();
+        EXPECT_EQ(s.producer_id(), 0U);
+        EXPECT_EQ(s.sequence_id(), static_cast<std::uint64_t>(i));
+        EXPECT_EQ(s.highest_sequence_id(), static_cast<std::uint64_t>(i));
+        EXPECT_EQ(s.message_id().entryid(), static_cast<std::uint64_t>(i));
+        if (i == 0) {
+            ledger = s.message_id().ledgerid();
+        }
+        EXPECT_EQ(s.message_id().ledgerid(), ledger);
+    }
+}
+
+TEST_F(BrokerTest, ChecksumMismatchGetsSendErrorAndConnectionStays) {
+    start();
+    auto c = connected_client();
+    ASSERT_FALSE(create_producer(*c, topic, 0, 1).empty());
+    proto::pb::MessageMetadata md;
+    md.set_producer_name("p");
+    md.set_sequence_id(5);
+    md.set_publish_time(1);
+    proto::frame_buffer f;
+    proto::send_args s;
+    s.producer_id = 0;
+    s.sequence_id = 5;
+    const std::string payload = "hello";
+    ASSERT_TRUE(
+        c->writer().send(f, s, md, std::as_bytes(std::span(payload.data(), payload.size()))));
+    f.back() ^= std::byte{0x01};  // corrupt the last payload byte
+    c->send_raw(f);
+    auto e = c->expect(command_type::send_error);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->cmd.send_error().sequence_id(), 5U);
+    EXPECT_EQ(e->cmd.send_error().error(), proto::pb::ChecksumError);
+    EXPECT_EQ(produce(*c, 0, 1, 6), 1);
+}
+
+TEST_F(BrokerTest, SendForUnknownProducerClosesConnection) {
+    start();
+    auto c = connected_client();
+    c->send_message(42, 0, "x");
+    EXPECT_TRUE(c->wait_closed(1s));
+}
+
+TEST_F(BrokerTest, ExclusiveProducerKeepsOthersOut) {
+    start();
+    auto a = connected_client();
+    ASSERT_FALSE(create_producer(*a, topic, 0, 1, /*Exclusive*/ 1).empty());
+    auto b = connected_client();
+    for (std::int32_t mode : {0, 1}) {
+        proto::producer_args p;
+        p.topic = topic;
+        p.producer_id = static_cast<std::uint64_t>(mode);
+        p.request_id = 10 + static_cast<std::uint64_t>(mode);
+        p.access_mode = mode;
+        b->send([&](proto::frame_buffer& f) { return b->writer().producer(f, p).has_value(); });
+        auto e = b->expect(command_type::error);
+        ASSERT_TRUE(e) << mode;
+        EXPECT_EQ(e->cmd.error().request_id(), p.request_id);
+        EXPECT_EQ(e->cmd.error().error(), proto::pb::ProducerBusy);
+    }
+}
+
+TEST_F(BrokerTest, ExclusiveRefusedWithProducerBusyError) {
+    start();
+    auto a = connected_client();
+    ASSERT_FALSE(create_producer(*a, topic, 0, 1, 0).empty());
+    auto b = connected_client();
+    proto::producer_args p;
+    p.topic = topic;
+    p.producer_id = 0;
+    p.request_id = 4;
+    p.access_mode = 1;
+    b->send([&](proto::frame_buffer& f) { return b->writer().producer(f, p).has_value(); });
+    auto e = b->expect(command_type::error);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->cmd.error().request_id(), 4U);
+    EXPECT_EQ(e->cmd.error().error(), proto::pb::ProducerBusy);
+}
+
+TEST_F(BrokerTest, WaitForExclusiveIsGrantedWhenTheTopicFrees) {
+    start();
+    auto a = connected_client();
+    ASSERT_FALSE(create_producer(*a, topic, 0, 1, 1).empty());
+    auto b = connected_client();
+    proto::producer_args p;
+    p.topic = topic;
+    p.producer_id = 0;
+    p.request_id = 2;
+    p.access_mode = 2;  // WaitForExclusive
+    b->send([&](proto::frame_buffer& f) { return b->writer().producer(f, p).has_value(); });
+    EXPECT_FALSE(b->expect(command_type::producer_success, 200ms));
+    a->send(
+        [&](proto::frame_buffer& f) { return a->writer().close_producer(f, 0, 9).has_value(); });
+    ASSERT_TRUE(a->expect(command_type::success));
+    auto g = b->expect(command_type::producer_success, 2s);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->cmd.producer_success().request_id(), 2U);
+    EXPECT_EQ(produce(*b, 0, 3), 3);
+}
+
+TEST_F(BrokerTest, DuplicateProducerNameIsRefused) {
+    start();
+    auto a = connected_client();
+    proto::producer_args p;
+    p.topic = topic;
+    p.producer_id = 0;
+    p.request_id = 1;
+    p.producer_name = std::string_view("named");
+    a->send([&](proto::frame_buffer& f) { return a->writer().producer(f, p).has_value(); });
+    auto ok = a->expect(command_type::producer_success);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->cmd.producer_success().producer_name(), "named");
+    auto b = connected_client();
+    b->send([&](proto::frame_buffer& f) { return b->writer().producer(f, p).has_value(); });
+    auto e = b->expect(command_type::error);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->cmd.error().error(), proto::pb::ProducerBusy);
+}
+
+TEST_F(BrokerTest, CloseProducerAnswersSuccessEvenWhenUnknown) {
+    start();
+    auto c = connected_client();
+    ASSERT_FALSE(create_producer(*c, topic, 0, 1).empty());
+    EXPECT_EQ(produce(*c, 0, 5), 5);
+    c->send(
+        [&](proto::frame_buffer& f) { return c->writer().close_producer(f, 0, 2).has_value(); });
+    auto s = c->expect(command_type::success);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->cmd.success().request_id(), 2U);
+    c->send(
+        [&](proto::frame_buffer& f) { return c->writer().close_producer(f, 77, 3).has_value(); });
+    auto s2 = c->expect(command_type::success);
+    ASSERT_TRUE(s2);
+    EXPECT_EQ(s2->cmd.success().request_id(), 3U);
+}
+
+TEST_F(BrokerTest, MessageOverTheLimitGetsAClearSendError) {
+    broker_options o;
+    o.max_message_size = 1000;
+    start(o);
+    auto c = connected_client();
+    ASSERT_FALSE(create_producer(*c, topic, 0, 1).empty());
+    c->send_message(0, 0, std::string(2000, 'x'));  // over the limit, within the frame padding
+    auto e = c->expect(command_type::send_error);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->cmd.send_error().error(), proto::pb::NotAllowedError);
+    EXPECT_NE(e->cmd.send_error().message().find("max_message_size"), std::string::npos);
+    EXPECT_EQ(produce(*c, 0, 1, 1), 1);               // the connection carries on
+    c->send_message(0, 2, std::string(20'000, 'x'));  // over limit + padding: closed
+    EXPECT_TRUE(c->wait_closed(1s));
+}
+
+TEST_F(BrokerTest, FailedAppendIsAnsweredWithSendErrorNeverAReceipt) {
+    memory_backend_options mo;
+    mo.fail_appends = std::make_error_code(std::errc::io_error);
+    start({}, mo);
+    auto c = connected_client();
+    ASSERT_FALSE(create_producer(*c, topic, 0, 1).empty());
+    c->send_message(0, 0, "x");
+    auto e = c->expect(command_type::send_error);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->cmd.send_error().error(), proto::pb::PersistenceError);
+    EXPECT_FALSE(c->expect(command_type::send_receipt, 100ms));
+}
+
+}  // namespace
+}  // namespace nereus::broker::test
