@@ -7,9 +7,22 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nereus=${1:-build/nereus}
 work=$(mktemp -d)
-trap 'kill -TERM "${broker:-0}" 2>/dev/null || true; wait "${broker:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+broker=
+# Stops the broker by its PID (never `kill 0`: that would signal the whole process group).
+cleanup() {
+    if [ -n "$broker" ]; then
+        kill -TERM "$broker" 2>/dev/null || true
+        wait "$broker" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
 cp "$here/package.json" "$here/smoke.js" "$work/"
-(cd "$work" && npm install --no-audit --no-fund --silent)
+if [ -d "$here/node_modules/pulsar-flex" ]; then
+    ln -s "$here/node_modules" "$work/node_modules"  # installed by scripts/install-deps
+else
+    (cd "$work" && npm install --no-audit --no-fund --silent)
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$nereus" standalone --data-dir "$work/data" --port "$port" >"$work/broker.log" 2>&1 &
 broker=$!
