@@ -440,45 +440,51 @@ result<void> managed_ledger::recover_pending() {
         if (floor >= target || info->first.value() > floor) {
             NEREUS_TRY(complete_trim_locked(*root_.trim, nullptr));
         } else {
-            // Nothing the floor needs was removed yet: roll the trim back.
+            // Nothing the floor needs was removed yet: roll the trim back. A recorded eviction
+            // whose advance already happened (the cursor is at its target, still at the
+            // recorded epoch) gets its epoch bump finished and stays in the history.
             auto next = root_;
+            for (const auto& ev : root_.trim->evictions) {
+                std::shared_ptr<cursor_entry> e;
+                {
+                    const std::lock_guard lock(mu_);
+                    if (auto it = cursors_.find(ev.cursor); it != cursors_.end()) {
+                        e = it->second;
+                    }
+                }
+                if (!e || e->c->current_fence().generation != ev.generation ||
+                    e->c->mark_delete() < ev.to) {
+                    continue;  // gone, recreated, or not advanced: nothing happened
+                }
+                auto r = settle_eviction(*e->c, ev.to, ev.epoch);
+                if (!r && r.error() != cursor::errc::cursor_deleted) {
+                    return nereus::error(r.error());
+                }
+                next.history.push_back(ev);
+            }
+            while (next.history.size() > format::retention_root::kMaxHistory) {
+                next.history.erase(next.history.begin());
+            }
             next.trim.reset();
             NEREUS_TRY(write_root(next));
         }
     }
-    // PROTECTION_PENDING cursors: below start (cannot happen unless the floor protocol was
-    // bypassed) they are advanced durably and the skip recorded; all others are protected by
-    // the floor finalized below and then activated.
+    // A cursor below start (a PROTECTION_PENDING one cannot be unless the floor protocol was
+    // bypassed) is advanced to start like a trim completion: recorded pending with its epoch,
+    // then a fenced eviction that keeps its acks above start, then the history.
     std::vector<std::shared_ptr<cursor_entry>> pending;
+    bool below = false;
     {
         const std::lock_guard lock(mu_);
         for (const auto& [n, e] : cursors_) {
             if (e->c->life() == cursor::lifecycle::protection_pending) {
                 pending.push_back(e);
             }
+            below = below || e->c->mark_delete() < root_.start;
         }
     }
-    std::vector<eviction> rolled;
-    for (const auto& e : pending) {
-        const offset mdo = e->c->mark_delete();
-        if (mdo < stream_->start()) {
-            const auto f = e->c->current_fence();
-            auto r = evict(*e->c, stream_->start());
-            if (!r) {
-                return nereus::error(r.error());
-            }
-            rolled.push_back(eviction{e->name, f.generation, mdo, e->c->mark_delete()});
-        }
-    }
-    if (!rolled.empty()) {
-        auto next = root_;
-        for (auto& ev : rolled) {
-            next.history.push_back(std::move(ev));
-        }
-        while (next.history.size() > format::retention_root::kMaxHistory) {
-            next.history.erase(next.history.begin());
-        }
-        NEREUS_TRY(write_root(next));
+    if (below) {
+        NEREUS_TRY(complete_trim_locked(format::pending_trim{root_.start, {}}, nullptr));
     }
     NEREUS_TRY(finalize_floor_locked());
     if (crash_at("open.floor_finalized")) {
@@ -614,9 +620,10 @@ result<offset> managed_ledger::retention_boundary_locked() {
     return std::max(bt, bs);
 }
 
-// Advances `c` to MDO >= `to` as a fenced eviction: a cumulative ack through to - 1 (acks above
-// `to` are kept; stale fences re-read and retry), then skip(0), which publishes a new epoch so
-// that no delivery stamped before the eviction can ack at the new one.
+// Advances `c` to MDO >= `to` as a fenced eviction: a cumulative ack through to - 1 (individual
+// acks and batch bits above `to` are kept; stale fences re-read and retry), then skip(0), which
+// publishes a new epoch so that no delivery stamped before the eviction can ack at the new one.
+// Never a reset: a reset would drop the acks above `to` and redeliver acked messages.
 result<void> managed_ledger::evict(cursor::cursor& c, offset to) {
     for (int attempt = 0; attempt < kMaxRetries && c.mark_delete() < to; ++attempt) {
         auto r = cursor::ack_cumulative_sync(c, c.current_fence(), to - 1);
@@ -627,6 +634,13 @@ result<void> managed_ledger::evict(cursor::cursor& c, offset to) {
     if (c.mark_delete() < to) {
         return nereus::error(meta::errc::unavailable);
     }
+    if (crash_at("evict.advanced")) {
+        return nereus::error(errc::injected_crash);
+    }
+    return bump_epoch(c);
+}
+
+result<void> managed_ledger::bump_epoch(cursor::cursor& c) {
     auto r = cursor::skip_sync(c, c.current_fence(), 0);
     if (!r) {
         return nereus::error(r.error());
@@ -634,10 +648,22 @@ result<void> managed_ledger::evict(cursor::cursor& c, offset to) {
     return {};
 }
 
-result<void> managed_ledger::complete_trim_locked(const format::pending_trim& p,
-                                                  trim_report* report) {
+result<void> managed_ledger::settle_eviction(cursor::cursor& c,
+                                             offset to,
+                                             std::uint64_t recorded_epoch) {
+    if (c.mark_delete() < to) {
+        return evict(c, to);
+    }
+    if (c.current_fence().epoch <= recorded_epoch) {
+        // Advanced, but the epoch bump did not happen (a crash between the two CASes): finish
+        // it. Once done the epoch is above the recorded one, so this runs at most once.
+        return bump_epoch(c);
+    }
+    return {};
+}
+
+result<void> managed_ledger::complete_trim_locked(format::pending_trim p, trim_report* report) {
     stream_->raise_start(p.target);
-    std::vector<eviction> done = p.evictions;
     std::vector<std::shared_ptr<cursor_entry>> all;
     {
         const std::lock_guard lock(mu_);
@@ -645,30 +671,51 @@ result<void> managed_ledger::complete_trim_locked(const format::pending_trim& p,
             all.push_back(e);
         }
     }
+    auto named = [&p](const cursor_entry& e, std::uint64_t generation) {
+        return std::any_of(p.evictions.begin(), p.evictions.end(), [&](const eviction& ev) {
+            return ev.cursor == e.name && ev.generation == generation;
+        });
+    };
+    // A cursor below the target that the record does not name is recorded (pending, with its
+    // epoch) before it is touched, so that a crash between its advance and its epoch bump is
+    // finished by the next open like any recorded eviction.
+    std::vector<eviction> unrecorded;
     for (const auto& e : all) {
         const cursor::fence f = e->c->current_fence();
         const offset mdo = e->c->mark_delete();
-        offset to = p.target;
-        bool recorded = false;
+        if (mdo < p.target && !named(*e, f.generation)) {
+            unrecorded.push_back(eviction{e->name, f.generation, mdo, p.target, f.epoch});
+        }
+    }
+    if (!unrecorded.empty()) {
+        p.evictions.insert(p.evictions.end(), unrecorded.begin(), unrecorded.end());
+        auto next = root_;
+        next.trim = p;
+        NEREUS_TRY(write_root(next));
+        if (crash_at("trim.advances_recorded")) {
+            return nereus::error(errc::injected_crash);
+        }
+    }
+    for (const auto& e : all) {
+        const cursor::fence f = e->c->current_fence();
+        std::optional<offset> to;
+        std::uint64_t epoch = 0;
         for (const auto& ev : p.evictions) {
             if (ev.cursor == e->name && ev.generation == f.generation) {
-                to = std::max(to, ev.to);
-                recorded = true;
+                to = std::max({to.value_or(0), ev.to, p.target});
+                epoch = std::max(epoch, ev.epoch);
             }
         }
-        if (mdo >= to) {
-            continue;  // never behind, or already advanced by an earlier attempt
+        if (!to) {
+            continue;  // not behind: at or above the target when the record was written
         }
-        auto r = evict(*e->c, to);
+        auto r = settle_eviction(*e->c, *to, epoch);
         if (!r) {
             if (r.error() == cursor::errc::cursor_deleted) {
                 continue;
             }
             note_error(r.error());
             return nereus::error(r.error());
-        }
-        if (!recorded) {
-            done.push_back(eviction{e->name, f.generation, mdo, to});
         }
     }
     if (crash_at("trim.evicted")) {
@@ -685,7 +732,7 @@ result<void> managed_ledger::complete_trim_locked(const format::pending_trim& p,
     auto next = root_;
     next.start = std::max(next.start, p.target);
     next.trim.reset();
-    for (const auto& ev : done) {
+    for (const auto& ev : p.evictions) {
         next.history.push_back(ev);
     }
     while (next.history.size() > format::retention_root::kMaxHistory) {
@@ -698,7 +745,7 @@ result<void> managed_ledger::complete_trim_locked(const format::pending_trim& p,
         report->start_after = next.start;
         report->physical_first = first->value();
         report->floor = next.floor;
-        report->evicted = std::move(done);
+        report->evicted = std::move(p.evictions);
     }
     return {};
 }
@@ -721,7 +768,8 @@ result<trim_report> managed_ledger::trim() {
         for (const auto& [n, e] : cursors_) {
             offset m = e->c->mark_delete();
             if (limit > 0 && end > m + limit) {
-                evictions.push_back(eviction{n, e->c->current_fence().generation, m, end - limit});
+                const cursor::fence fc = e->c->current_fence();
+                evictions.push_back(eviction{n, fc.generation, m, end - limit, fc.epoch});
                 m = end - limit;
             }
             floor = floor ? std::min(*floor, m) : m;

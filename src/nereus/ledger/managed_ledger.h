@@ -141,9 +141,20 @@ private:
     // Requires: rmu_ held (or opening).
     result<void> write_root(const format::retention_root& next);
     result<void> finalize_floor_locked();
-    result<void> complete_trim_locked(const format::pending_trim& p, trim_report* report);
+    // Completes the pending trim `p`: records every cursor below the target it does not name,
+    // settles each named eviction, trims storage, then clears the record and appends the
+    // evictions to the history (one CAS). Idempotent: a crash anywhere is completed by the open.
+    result<void> complete_trim_locked(format::pending_trim p, trim_report* report);
     result<offset> retention_boundary_locked();
+    // A fenced eviction: cumulative ack through to - 1 (acks above `to` kept), then the epoch
+    // bump (skip(0)). Never a reset.
     result<void> evict(cursor::cursor& c, offset to);
+    // Publishes a new ackStateEpoch (skip(0)); nothing else changes.
+    result<void> bump_epoch(cursor::cursor& c);
+    // Brings a recorded eviction to its end state: evict() when the cursor is below `to`;
+    // otherwise the epoch bump alone when the cursor is still at `recorded_epoch` (a crash
+    // between the two CASes); otherwise nothing.
+    result<void> settle_eviction(cursor::cursor& c, offset to, std::uint64_t recorded_epoch);
     [[nodiscard]] offset floor_locked() const;
     // Activates `e` after the floor including it is written (rmu_ taken inside).
     result<void> finalize_protection(const std::shared_ptr<cursor_entry>& e);

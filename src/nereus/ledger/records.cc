@@ -11,7 +11,7 @@ namespace nereus::ledger::format {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x47444c4e;  // "NLDG"
-constexpr std::uint16_t kVersion = 1;
+constexpr std::uint16_t kVersion = 2;         // 2: evictions carry the recorded epoch
 constexpr std::size_t kFrame = 16;
 enum class kind : std::uint8_t { registry = 1, retention = 2, activity = 3 };
 
@@ -148,11 +148,12 @@ void put_eviction(writer& w, const eviction& e) {
     w.varint(e.generation);
     w.varint(e.from);
     w.varint(e.to);
+    w.varint(e.epoch);
 }
 
 bool get_eviction(reader& r, eviction& e) {
     return r.str(e.cursor) && r.varint(e.generation) && r.varint(e.from) && r.varint(e.to) &&
-           e.from <= e.to;
+           r.varint(e.epoch) && e.from <= e.to;
 }
 
 bool get_evictions(reader& r, std::vector<eviction>& out) {

@@ -147,12 +147,18 @@ struct ledger_options {
     std::function<bool(std::string_view step)> fault_hook;
 };
 
-// One eviction of a slow cursor by the backlog policy (recorded durably, reported).
+// One forced advance of a cursor by retention: an eviction of a slow cursor by the backlog
+// policy, or a cursor found below a trim target / the logical start (recorded durably in the
+// retention root before the cursor is touched, reported, kept in the history).
 struct eviction {
     std::string cursor;
     std::uint64_t generation = 0;
     offset from = 0;  // MDO before
     offset to = 0;    // MDO after: [from, to) was skipped without being acked
+    // The cursor's ackStateEpoch when the eviction was recorded. The eviction publishes a later
+    // one, so an ack stamped with this epoch (issued before the eviction) never lands; a cursor
+    // still at this epoch after its advance has not had its epoch bump yet (the open finishes it).
+    std::uint64_t epoch = 0;
     friend bool operator==(const eviction&, const eviction&) = default;
 };
 

@@ -394,11 +394,11 @@ TEST(LedgerRecords, RoundTripAndEveryByteFlipFailsClosed) {
     r.claim_epoch = 3;
     r.start = 10;
     r.floor = 12;
-    r.trim = format::pending_trim{20, {eviction{"c", 2, 5, 20}}};
+    r.trim = format::pending_trim{20, {eviction{"c", 2, 5, 20, 4}}};
     r.policy = retention_policy{.time_ms = -1, .size_bytes = 100, .backlog_limit_entries = 9};
     r.has_trimmed_time = true;
     r.trimmed_max_time = -5;
-    r.history = {eviction{"d", 1, 0, 3}};
+    r.history = {eviction{"d", 1, 0, 3, 1}};
     const std::string bytes = format::encode(r);
     auto back = format::decode_retention(bytes);
     ASSERT_TRUE(back.has_value());

@@ -63,7 +63,7 @@ TEST(LedgerScenario, Scenario28SlowCursorProtectedUnlessEvictedExplicitly) {
     auto t2 = l->trim();
     ASSERT_TRUE(t2.has_value()) << t2.error().message();
     ASSERT_EQ(t2->evicted.size(), 1U);
-    EXPECT_EQ(t2->evicted[0], (eviction{"slow", before.generation, 5, 905}));
+    EXPECT_EQ(t2->evicted[0], (eviction{"slow", before.generation, 5, 905, before.epoch}));
     EXPECT_EQ(c->mark_delete(), 905U);
     EXPECT_EQ(c->current_fence().epoch, before.epoch + 1);
     EXPECT_EQ(t2->start_after, 905U);
@@ -223,7 +223,8 @@ TEST(LedgerScenario, Scenario41BackwardResetRacesTrim) {
 // 42. Crash mid-trim after the segments were deleted but before the new floor was recorded:
 // the next open completes the trim idempotently and advances the cursor durably.
 TEST(LedgerScenario, Scenario42CrashMidTrimCompletedOnReopen) {
-    for (const char* step : {"trim.recorded", "trim.evicted", "trim.storage_trimmed"}) {
+    for (const char* step :
+         {"trim.recorded", "evict.advanced", "trim.evicted", "trim.storage_trimmed"}) {
         SCOPED_TRACE(step);
         harness h;
         h.options().retention.backlog_limit_entries = 20;
@@ -233,6 +234,7 @@ TEST(LedgerScenario, Scenario42CrashMidTrimCompletedOnReopen) {
         auto fast = *l->open_cursor("fast", initial_position::earliest());
         ok(fast->ack_cumulative_sync(fast->current_fence(), 89));  // MDO 90
         const auto gen = slow->current_fence().generation;
+        const auto epoch = slow->current_fence().epoch;
         std::string crash_step = step;
         slow.reset();
         fast.reset();
@@ -254,13 +256,15 @@ TEST(LedgerScenario, Scenario42CrashMidTrimCompletedOnReopen) {
         auto s2 = *l2->find_cursor("slow");
         EXPECT_EQ(s2->mark_delete(), 80U);  // advanced explicitly
         EXPECT_EQ(s2->current_fence().generation, gen);
+        EXPECT_EQ(s2->current_fence().epoch, epoch + 1);  // fenced exactly once
         ASSERT_FALSE(i.eviction_history.empty());
-        EXPECT_EQ(i.eviction_history.back(), (eviction{"slow", gen, 0, 80}));
+        EXPECT_EQ(i.eviction_history.back(), (eviction{"slow", gen, 0, 80, epoch}));
         // ... and durably: survives another crash, and nothing behind the floor is referenced.
         s2.reset();
         h.crash_and_open();
         auto s3 = *h.ledger()->find_cursor("slow");
         EXPECT_EQ(s3->mark_delete(), 80U);
+        EXPECT_EQ(s3->current_fence().epoch, epoch + 1);
         EXPECT_EQ(deliverable(*s3).size(), 20U);
         // Completing again is idempotent.
         auto t3 = h.ledger()->trim();

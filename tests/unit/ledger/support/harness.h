@@ -163,6 +163,7 @@ public:
     counting_streams& stream_spy() { return *stream_spy_; }
     meta::store& meta() { return *meta_; }
     storage::stream_store& streams() { return *streams_; }
+    objects::object_store& objects() { return *objects_; }
     fault_file_system& fs() { return *fault_; }
     std::int64_t clock = 1'000'000;
 
