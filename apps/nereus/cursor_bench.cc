@@ -130,7 +130,6 @@ private:
     std::atomic<std::uint64_t> delta_bytes_{0};
 };
 
-
 // A stream of a fixed length (the bench measures the cursor, not the stream log).
 class fixed_stream_view final : public cursor::stream_view {
 public:

@@ -43,7 +43,6 @@ double median(std::vector<double> v) {
     return percentile(v, 0.5);
 }
 
-
 // Totals of one side over its slices.
 struct tally {
     std::uint64_t ops = 0;

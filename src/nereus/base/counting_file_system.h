@@ -8,13 +8,13 @@
 // after a file outlives the decorator.
 // Thread-safety: thread-safe (atomic counters; everything else forwards to `inner`).
 
+#include "nereus/base/file_system.h"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "nereus/base/file_system.h"
 
 namespace nereus {
 
