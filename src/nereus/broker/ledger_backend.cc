@@ -31,9 +31,11 @@ ack_fence from_fence(cursor::fence f) {
     return ack_fence{f.generation, f.epoch};
 }
 
-// Maps a ledger ack completion to the broker's vocabulary: applied → applied; already acked,
-// stale generation/epoch → no effect (answered success, counted); state_full or an error →
-// an error (the client is told the ack did not persist).
+// Maps a ledger ack completion to the broker's vocabulary: applied → applied; already acked →
+// no effect (a duplicate or retry: answered success, counted); stale generation/epoch → an
+// error, never a success (doc/cursor-semantics.md §1: an ack issued before a reset, clear or
+// recreate changed nothing, and the client must not be told it counted — the entry is
+// redelivered at the new epoch); state_full or an error → an error (the ack did not persist).
 void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
     if (!r) {
         done(nereus::error(r.error()));
@@ -44,9 +46,11 @@ void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
             done(ack_outcome::applied);
             return;
         case cursor::ack_status::already_acked:
+            done(ack_outcome::no_effect);
+            return;
         case cursor::ack_status::stale_generation:
         case cursor::ack_status::stale_epoch:
-            done(ack_outcome::no_effect);
+            done(nereus::error(proto::error_kind::not_allowed));
             return;
         case cursor::ack_status::state_full:
             done(nereus::error(proto::error_kind::persistence_failure));

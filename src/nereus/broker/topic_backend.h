@@ -67,9 +67,10 @@ struct dispatch_entry {
     std::uint32_t message_count() const noexcept;
 };
 
-// How an ack ended when it did not fail. no_effect: already acked, stale generation/epoch,
-// beyond the end — the client is told success (stock clients park failed acks) and the
-// subscription counts it.
+// How an ack ended when it did not fail. no_effect: already acked or beyond the end — the
+// client is told success and the subscription counts it. An ack stamped with a stale cursor
+// generation or ackStateEpoch (issued before a seek, clear or recreate) is not an outcome but
+// an error: the client must not be told it counted (doc/cursor-semantics.md §1).
 enum class ack_outcome { applied, no_effect };
 
 using append_callback = std::function<void(result<position>)>;

@@ -11,6 +11,7 @@
 #include "support/wire_client.h"
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 
 namespace nereus::broker::test {
 namespace {
@@ -133,6 +134,38 @@ TEST_F(LedgerBrokerTest, ReceiptsConsumeAckAndRestart) {
     }
     EXPECT_EQ(got, (std::vector<std::uint64_t>{5, 6, 8, 9}));
     EXPECT_FALSE(c->expect(command_type::message, 200ms));
+}
+
+// An ack stamped before a seek (an older ackStateEpoch) changed nothing, so the client must get
+// an error, never a success (doc/cursor-semantics.md §1); the same entry acked at the new
+// epoch applies.
+TEST_F(LedgerBrokerTest, AckFromBeforeASeekIsAnErrorNotASuccess) {
+    auto t = backend_->open_topic(std::string(topic), true);
+    ASSERT_TRUE(t.has_value()) << t.error().message();
+    const std::byte payload[] = {std::byte{1}};
+    for (int i = 0; i < 3; ++i) {
+        std::promise<result<position>> p;
+        (*t)->append(payload, append_info{}, [&p](result<position> r) { p.set_value(r); });
+        ASSERT_TRUE(p.get_future().get().has_value());
+    }
+    subscription_start start;
+    start.where = subscription_start::kind::earliest;
+    auto c = (*t)->open_subscription("s", start, true);
+    ASSERT_TRUE(c.has_value()) << c.error().message();
+    const ack_fence before = (*c)->current_fence();
+    auto after = (*c)->seek(seek_target{});
+    ASSERT_TRUE(after.has_value()) << after.error().message();
+
+    auto ack = [&](ack_fence f) {
+        std::promise<result<ack_outcome>> p;
+        (*c)->ack(f, 0, [&p](result<ack_outcome> r) { p.set_value(r); });
+        return p.get_future().get();
+    };
+    const auto late = ack(before);
+    EXPECT_FALSE(late.has_value()) << "a stale-epoch ack was answered as a success";
+    const auto fresh = ack(*after);
+    ASSERT_TRUE(fresh.has_value()) << fresh.error().message();
+    EXPECT_EQ(*fresh, ack_outcome::applied);
 }
 
 }  // namespace
