@@ -39,6 +39,10 @@ public:
                 return "malformed batch payload";
             case errc::unsupported_compression:
                 return "unsupported compression codec";
+            case errc::bad_compressed_payload:
+                return "compressed payload does not decompress to its uncompressed_size";
+            case errc::uncompressed_too_large:
+                return "uncompressed_size above the limit";
             case errc::missing_required_field:
                 return "required field not set";
             case errc::unsupported_by_peer:

@@ -32,7 +32,9 @@ enum class errc {
     missing_metadata,   // SEND/MESSAGE without any payload section
     // --- batch payloads and compression ---
     bad_batch,                // a batch entry's size fields run past the payload, or count wrong
-    unsupported_compression,  // LZ4/ZLIB/ZSTD/SNAPPY (not built in) or an unknown codec value
+    unsupported_compression,  // an unknown codec value
+    bad_compressed_payload,   // does not decompress, or not to exactly uncompressed_size bytes
+    uncompressed_too_large,   // uncompressed_size above max_uncompressed_size (a bomb guard)
     // --- encoder refusals (strict sending) ---
     missing_required_field,  // a required proto2 field (or the type's sub-message) is unset
     unsupported_by_peer,     // the peer's protocol version does not know this command

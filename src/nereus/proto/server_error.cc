@@ -110,6 +110,8 @@ server_error map_proto(errc e) noexcept {
         case errc::bad_metadata:
         case errc::missing_metadata:
         case errc::bad_batch:
+        case errc::bad_compressed_payload:
+        case errc::uncompressed_too_large:
         case errc::missing_required_field:
         case errc::invalid_argument:
             return server_error::metadata_error;

@@ -1,4 +1,4 @@
-// Batch payloads: build, read back, malformed batches, compression codec status.
+// Batch payloads: build, read back, malformed batches (codecs: compression_test.cc).
 
 #include "nereus/proto/batch_codec.h"
 
@@ -106,22 +106,6 @@ TEST(BatchCodec, MalformedBatches) {
     EXPECT_EQ(r.next().error(), errc::bad_batch);
     r.reset({}, -1);
     EXPECT_EQ(r.next().error(), errc::bad_batch);
-}
-
-TEST(Compression, NoneIsPassThroughOthersAreTypedErrors) {
-    std::vector<std::byte> scratch;
-    const auto in = test::bytes_of("abc");
-    auto out = decompress(compression::none, in, 3, scratch);
-    ASSERT_TRUE(out);
-    EXPECT_EQ(out->data(), in.data());
-    EXPECT_TRUE(compression_supported(compression::none));
-    for (auto c : {compression::lz4, compression::zlib, compression::zstd, compression::snappy,
-                   static_cast<compression>(9)}) {
-        EXPECT_FALSE(compression_supported(c));
-        EXPECT_EQ(decompress(c, in, 3, scratch).error(), errc::unsupported_compression);
-        EXPECT_EQ(compress(c, in, scratch).error(), errc::unsupported_compression);
-    }
-    static_assert(static_cast<int>(compression::snappy) == pb::SNAPPY);
 }
 
 }  // namespace
