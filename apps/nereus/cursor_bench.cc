@@ -3,8 +3,11 @@
 #include "nereus/base/counting_file_system.h"
 #include "nereus/base/file_system.h"
 #include "nereus/cursor/cursor.h"
+#include "nereus/cursor/cursor_keys.h"
+#include "nereus/cursor/record_format.h"
 #include "nereus/cursor/stream_view.h"
 #include "nereus/cursor/sync.h"
+#include "nereus/meta/counting_store.h"
 #include "nereus/meta/rocksdb_store.h"
 #include "nereus/meta/store.h"
 #include "nereus/meta/sync.h"
@@ -75,60 +78,6 @@ double cpu_seconds() {
     };
     return tv(u.ru_utime) + tv(u.ru_stime);
 }
-
-// Forwards to another meta store and counts what is written: the value bytes of every put and
-// the number of multis (one per cursor CAS).
-class counting_meta_store final : public meta::store {
-public:
-    explicit counting_meta_store(meta::store& inner) : inner_(inner) {}
-
-    [[nodiscard]] std::uint64_t value_bytes() const { return value_bytes_.load(); }
-    [[nodiscard]] std::uint64_t multis() const { return multis_.load(); }
-    // Value bytes of puts of delta records (keys with a "/d/" component).
-    [[nodiscard]] std::uint64_t delta_bytes() const { return delta_bytes_.load(); }
-
-    void multi(std::vector<meta::op> ops, callback<meta::multi_result> done) override {
-        std::uint64_t n = 0;
-        std::uint64_t d = 0;
-        for (const auto& op : ops) {
-            if (const auto* p = std::get_if<meta::put>(&op)) {
-                n += p->value.size();
-                if (p->key.find("/d/") != std::string::npos) {
-                    d += p->value.size();
-                }
-            }
-        }
-        value_bytes_.fetch_add(n);
-        delta_bytes_.fetch_add(d);
-        multis_.fetch_add(1);
-        inner_.multi(std::move(ops), std::move(done));
-    }
-    void get(std::string key, callback<std::optional<meta::record>> done) override {
-        inner_.get(std::move(key), std::move(done));
-    }
-    void list(std::string prefix, callback<std::vector<meta::keyed_record>> done) override {
-        inner_.list(std::move(prefix), std::move(done));
-    }
-    [[nodiscard]] meta::watch_handle watch(std::string prefix, meta::watch_callback cb) override {
-        return inner_.watch(std::move(prefix), std::move(cb));
-    }
-    void open_session(std::chrono::milliseconds ttl, callback<meta::session_id> done) override {
-        inner_.open_session(ttl, std::move(done));
-    }
-    void keep_alive(meta::session_id s, callback<void> done) override {
-        inner_.keep_alive(s, std::move(done));
-    }
-    void close_session(meta::session_id s, callback<void> done) override {
-        inner_.close_session(s, std::move(done));
-    }
-    [[nodiscard]] bool is_callback_thread() const override { return inner_.is_callback_thread(); }
-
-private:
-    meta::store& inner_;
-    std::atomic<std::uint64_t> value_bytes_{0};
-    std::atomic<std::uint64_t> multis_{0};
-    std::atomic<std::uint64_t> delta_bytes_{0};
-};
 
 // A stream of a fixed length (the bench measures the cursor, not the stream log).
 class fixed_stream_view final : public cursor::stream_view {
@@ -266,7 +215,7 @@ struct phase {
 
 struct stores {
     std::unique_ptr<meta::store> rocks;
-    std::unique_ptr<counting_meta_store> meta;
+    std::unique_ptr<meta::counting_store> meta;  // delta bytes = tracked "/d/" keys
     std::shared_ptr<counting_file_system> fs;
     std::unique_ptr<objects::fs_object_store> objects;
     fixed_stream_view stream{offset{1} << 40};
@@ -284,7 +233,7 @@ result<void> open_stores(stores& s, const std::string& root) {
         return error(r.error());
     }
     s.rocks = std::move(*r);
-    s.meta = std::make_unique<counting_meta_store>(*s.rocks);
+    s.meta = std::make_unique<meta::counting_store>(*s.rocks, "/d/");
     s.fs = std::make_shared<counting_file_system>(posix_file_system());
     auto o = objects::fs_object_store::open(s.fs, path_join(root, "objects"));
     if (!o) {
@@ -334,14 +283,19 @@ result<snapshot_cost> measure_snapshot(stores& s, cursor::cursor& c) {
 }
 
 // Compaction writes a snapshot of size S once the deltas since the last one reach
-// max(inline limit, S) bytes (doc/format/cursor.md), so per ack it costs S / max(limit, S)
-// snapshot bytes per delta byte, and the snapshot's CPU in the same proportion.
+// max(inline limit, S) bytes or their count reaches max_live_deltas (doc/format/cursor.md), so
+// per ack it costs S x max(delta bytes per ack / max(limit, S), CASes per ack / max_live_deltas)
+// snapshot bytes, and the snapshot's CPU in the same proportion.
 void amortize(phase& p, const snapshot_cost& sc, const cursor::cursor_options& o) {
     const double limit =
         static_cast<double>(std::min(o.spill_threshold_bytes, meta::max_value_size - 4096));
     const double trigger = std::max(limit, static_cast<double>(sc.bytes));
-    p.snap_bytes_per_ack = p.delta_per_ack() * static_cast<double>(sc.bytes) / trigger;
-    p.snap_cpu_us_per_ack = p.delta_per_ack() * sc.cpu_us / trigger;
+    const double cas_per_ack =
+        p.acks > 0 ? static_cast<double>(p.cas) / static_cast<double>(p.acks) : 0;
+    const double per_ack =
+        std::max(p.delta_per_ack() / trigger, cas_per_ack / static_cast<double>(o.max_live_deltas));
+    p.snap_bytes_per_ack = per_ack * static_cast<double>(sc.bytes);
+    p.snap_cpu_us_per_ack = per_ack * sc.cpu_us;
 }
 
 // Runs `issue` as a closed loop and measures it. Errors when any op failed or was not `ok`.
@@ -355,14 +309,14 @@ result<phase> measure(stores& s,
     const auto mb = s.meta->value_bytes();
     const auto ob = s.fs->bytes_written();
     const auto cas = s.meta->multis();
-    const auto db = s.meta->delta_bytes();
+    const auto db = s.meta->tracked_bytes();
     const double cpu0 = cpu_seconds();
     const double cb0 = callback_thread_cpu_seconds();
     const auto r = loop.run(window, seconds, max_ops, issue);
     phase p;
     p.cpu = cpu_seconds() - cpu0;
     p.cb_cpu = callback_thread_cpu_seconds() - cb0;
-    p.delta_bytes = s.meta->delta_bytes() - db;
+    p.delta_bytes = s.meta->tracked_bytes() - db;
     p.seconds = r.seconds;
     p.acks = r.ok;
     p.meta_bytes = s.meta->value_bytes() - mb;
@@ -441,6 +395,103 @@ result<std::vector<double>> time_recovery(stores& s,
         out.push_back(t);
     }
     return out;
+}
+
+// The recovery worst case of a spilled cursor: the most live delta records it keeps before the
+// next commit compacts (cursor_options::max_live_deltas, and the byte rule: accumulated delta
+// bytes < max(inline limit, snapshot size)), each as small as a delta gets: one ack of one new
+// offset that extends the last range (so the hole count is unchanged). Writing ~10^5..10^6 deltas
+// through the cursor would take one synced CAS each, so they are written directly, with the
+// cursor's own encoders, in multis of 1,000 puts, and then the root is advanced over them exactly
+// as the cursor's commits would have. Continues from the live deltas already there. Returns how
+// many live deltas the cursor then has.
+result<std::uint64_t> fill_deltas_to_compaction(stores& s,
+                                                const cursor::cursor_id& id,
+                                                const cursor::cursor_options& o,
+                                                offset first_offset) {
+    auto keys = cursor::cursor_keys::make(o.key_prefix, id);
+    if (!keys) {
+        return error(keys.error());
+    }
+    auto got = meta::get_sync(*s.rocks, keys->root);
+    if (!got || !*got) {
+        return error(got ? std::make_error_code(std::errc::io_error) : got.error());
+    }
+    const meta::version root_version = (*got)->ver;
+    auto root = cursor::format::decode_root((*got)->value);
+    if (!root || !root->spilled) {
+        std::fprintf(stderr, "cursor bench: worst case needs a spilled root\n");
+        return error(std::make_error_code(std::errc::invalid_argument));
+    }
+    auto live = meta::list_sync(*s.rocks, keys->delta_prefix);
+    if (!live) {
+        return error(live.error());
+    }
+    std::uint64_t bytes = 0;
+    for (const auto& kr : *live) {
+        bytes += kr.rec.value.size();
+    }
+    const std::uint64_t limit =
+        std::min<std::uint64_t>(o.spill_threshold_bytes, meta::max_value_size - 4096);
+    const std::uint64_t compact_at = std::max<std::uint64_t>(limit, root->snapshot.size);
+    std::uint64_t count = root->delta_count();
+    offset x = first_offset + count;
+    std::vector<meta::op> batch;
+    while (true) {
+        const std::uint64_t seq = root->commit_seq + 1;
+        std::string d =
+            cursor::format::encode_delta({root->generation, seq, {cursor::ack_range_op{x, x + 1}}});
+        // The cursor's rule (cursor.cc, start_group): this delta would compact instead.
+        if (bytes + d.size() >= compact_at || count + 1 > o.max_live_deltas) {
+            break;
+        }
+        bytes += d.size();
+        ++count;
+        ++x;
+        root->commit_seq = seq;
+        batch.emplace_back(meta::put{.key = keys->delta_key(seq), .value = std::move(d)});
+        if (batch.size() == 1000) {
+            auto r = meta::multi_sync(*s.rocks, std::move(batch));
+            batch.clear();
+            if (!r || !r->applied) {
+                return error(r ? std::make_error_code(std::errc::io_error) : r.error());
+            }
+        }
+    }
+    batch.emplace_back(meta::put{
+        .key = keys->root, .value = cursor::format::encode_root(*root), .expected = root_version});
+    auto r = meta::multi_sync(*s.rocks, std::move(batch));
+    if (!r || !r->applied) {
+        return error(r ? std::make_error_code(std::errc::io_error) : r.error());
+    }
+    return count;
+}
+
+// Erases every delta record of a cursor whose root is spilled with no live deltas (after a
+// compaction), directly: a bench cleanup so that a later measurement starts clean.
+result<void> erase_all_deltas(stores& s,
+                              const cursor::cursor_id& id,
+                              const cursor::cursor_options& o) {
+    auto keys = cursor::cursor_keys::make(o.key_prefix, id);
+    if (!keys) {
+        return error(keys.error());
+    }
+    auto all = meta::list_sync(*s.rocks, keys->delta_prefix);
+    if (!all) {
+        return error(all.error());
+    }
+    std::vector<meta::op> batch;
+    for (std::size_t i = 0; i < all->size(); ++i) {
+        batch.emplace_back(meta::erase{.key = (*all)[i].key});
+        if (batch.size() == 1000 || i + 1 == all->size()) {
+            auto r = meta::multi_sync(*s.rocks, std::move(batch));
+            batch.clear();
+            if (!r || !r->applied) {
+                return error(r ? std::make_error_code(std::errc::io_error) : r.error());
+            }
+        }
+    }
+    return {};
 }
 
 result<level_result> run_level(
@@ -591,7 +642,7 @@ int run_cursor_bench(const cursor_bench_options& options) {
         }
     } const guard{root, had_dir ? fsys::path() : fsys::path(options.data_dir)};
 
-    const cursor::cursor_options o;  // defaults: spill threshold 64 KiB, so large states spill
+    const cursor::cursor_options o;  // defaults: spill threshold 2 KiB, so large states spill
     const double seconds = options.quick ? 1.0 : 3.0;
     std::printf(
         "cursor bench: RocksDB meta + file-system objects under %s; spill threshold %zu B "
@@ -632,6 +683,11 @@ int run_cursor_bench(const cursor_bench_options& options) {
     std::vector<double> big_recovery;
     std::size_t big_resident = 0;
     std::optional<snapshot_cost> big_snapshot;
+    std::uint64_t worst_deltas = 0;
+    std::vector<double> worst_recovery;
+    std::vector<double> stale_recovery;
+    std::uint64_t uncapped_deltas = 0;
+    double uncapped_recovery = 0;
     {
         const cursor::cursor_id id{"bench", "holes-10M"};
         auto c = cursor::create_sync(s.env(), id, cursor::initial_position::earliest(), o);
@@ -661,8 +717,55 @@ int run_cursor_bench(const cursor_bench_options& options) {
         }
         big_snapshot = *sc;
         (void)cursor::close_sync(**again);
+        again->reset();
         std::printf("built 10M holes in %.2f s (%.0f acks/s)\n", big_build_s,
                     static_cast<double>(big) / big_build_s);
+        std::fflush(stdout);
+
+        // Worst case: just before a compaction, with as many (minimal) live deltas as the
+        // cursor keeps.
+        auto n = fill_deltas_to_compaction(s, id, o, 2 * big);
+        if (!n) {
+            return 1;
+        }
+        worst_deltas = *n;
+        auto w = time_recovery(s, id, o, options.quick ? 1 : 3, big, nullptr);
+        if (!w) {
+            return 1;
+        }
+        worst_recovery = *w;
+        // Right after that compaction: every one of those deltas is stale (recovery lists and
+        // skips them; the commits after it erase 64 each).
+        {
+            auto h = cursor::open_sync(s.env(), id, o);
+            if (!h || !measure_snapshot(s, **h)) {
+                return 1;
+            }
+            (void)cursor::close_sync(**h);
+        }
+        auto st = time_recovery(s, id, o, options.quick ? 1 : 3, big, nullptr);
+        if (!st) {
+            return 1;
+        }
+        stale_recovery = *st;
+        if (!options.quick) {
+            // For comparison, the byte rule alone (no delta count cap), from a clean start.
+            if (auto e = erase_all_deltas(s, id, o); !e) {
+                return 1;
+            }
+            cursor::cursor_options uncapped = o;
+            uncapped.max_live_deltas = ~std::uint64_t{0};
+            auto nu = fill_deltas_to_compaction(s, id, uncapped, 2 * big);
+            if (!nu) {
+                return 1;
+            }
+            uncapped_deltas = *nu;
+            auto wu = time_recovery(s, id, uncapped, 1, big, nullptr);
+            if (!wu) {
+                return 1;
+            }
+            uncapped_recovery = wu->front();
+        }
     }
 
     std::printf("\n%-5s %-10s %7s %5s %7s %7s %7s %7s %7s %7s %7s %7s %6s\n", "holes", "ack",
@@ -688,8 +791,10 @@ int run_cursor_bench(const cursor_bench_options& options) {
         "  before each phase, so this is 0 unless a compaction still fell into it); snap = "
         "compaction snapshot bytes\n"
         "  amortized per ack: a snapshot of size S is written once the deltas since the last one "
-        "reach max(64 KiB, S),\n"
-        "  so snap = delta x S / max(64 KiB, S), S measured below; B/ack total = meta + snap.\n"
+        "reach max(2 KiB, S) bytes\n"
+        "  or max_live_deltas records, so snap = S x max(delta / max(2 KiB, S), CAS per ack / "
+        "max_live_deltas), S measured\n"
+        "  below; B/ack total = meta + snap.\n"
         "  CPU = process CPU per ack in the phase; +snap = CPU plus the snapshot's CPU amortized "
         "the same way;\n"
         "  cursor = CPU of the meta store's callback thread alone (cursor completions, group "
@@ -738,6 +843,20 @@ int run_cursor_bench(const cursor_bench_options& options) {
         "\nrecovery (open: root + snapshot + deltas), median of %zu / %zu runs: 1M holes "
         "%.3f s, 10M holes %.3f s\n",
         mil.recovery_s.size(), big_recovery.size(), rec1, rec10);
+    const double rec10w = median(worst_recovery);
+    std::printf(
+        "recovery worst case, 10M holes just before a compaction: %llu live deltas (cap "
+        "max_live_deltas = %llu), median of %zu runs %.3f s\n",
+        static_cast<unsigned long long>(worst_deltas),
+        static_cast<unsigned long long>(o.max_live_deltas), worst_recovery.size(), rec10w);
+    std::printf(
+        "  right after that compaction (%llu stale deltas listed and skipped): median %.3f s\n",
+        static_cast<unsigned long long>(worst_deltas), median(stale_recovery));
+    if (uncapped_deltas > 0) {
+        std::printf(
+            "  without the cap (byte rule only) it would be %llu live deltas: %.3f s (1 run)\n",
+            static_cast<unsigned long long>(uncapped_deltas), uncapped_recovery);
+    }
     std::printf("resident bytes per hole: 1M %.1f (built by acks), 10M %.1f (recovered)\n", bph1,
                 bph10);
     std::printf("\ntargets:\n");
@@ -749,6 +868,8 @@ int run_cursor_bench(const cursor_bench_options& options) {
         cpu_ratio, cpu_ratio_b, verdict(cpu_ratio <= 2 && cpu_ratio_b <= 2));
     std::printf("  recovery with 10M holes   %.3f s  (target < 2 s)  %s\n", rec10,
                 verdict(rec10 < 2));
+    std::printf("  same, worst case          %.3f s  (target < 2 s)  %s\n", rec10w,
+                verdict(rec10w < 2));
     std::printf("  resident bytes per hole   %.1f B  (target <= 32 B)  %s\n", bph,
                 verdict(bph <= 32));
     std::printf(
@@ -756,11 +877,13 @@ int run_cursor_bench(const cursor_bench_options& options) {
         "bytes_per_hole=%.1f batch_bytes_per_ack_1M_vs_0=%.2f batch_cpu_per_ack_1M_vs_0=%.2f "
         "recovery_1M_s=%.3f ack_per_s_0=%.0f ack_per_s_1M=%.0f bytes_per_ack_0=%.1f "
         "bytes_per_ack_1M=%.1f cpu_us_per_ack_0=%.2f cpu_us_per_ack_1M=%.2f "
-        "cumulative_clear_1M_us=%.0f\n",
+        "cumulative_clear_1M_us=%.0f recovery_10M_worst_s=%.3f recovery_10M_worst_deltas=%llu "
+        "recovery_10M_after_compaction_s=%.3f\n",
         bytes_ratio, cpu_ratio, rec10, bph, bytes_ratio_b, cpu_ratio_b, rec1,
         zero.individual.rate(), mil.individual.rate(), zero.individual.bytes_per_ack(),
         mil.individual.bytes_per_ack(), zero.individual.total_cpu_us_per_ack(),
-        mil.individual.total_cpu_us_per_ack(), mil.cumulative_wall_us);
+        mil.individual.total_cpu_us_per_ack(), mil.cumulative_wall_us, rec10w,
+        static_cast<unsigned long long>(worst_deltas), median(stale_recovery));
     return 0;
 }
 

@@ -8,7 +8,9 @@
 // object store (bytes written to object files), and the process CPU time per ack (a thread
 // blocked in fdatasync uses no CPU, so time spent waiting for syncs is excluded); the cost of one
 // cumulative ack that clears all N holes (O(N) by nature, reported separately); recovery (open)
-// time with 1M and 10M holes; resident bytes per hole. Targets are printed next to the figures;
+// time with 1M and 10M holes, and with 10M holes in the worst case (the most live delta records
+// the cursor keeps before a compaction, written directly with the cursor's encoders), and right
+// after that compaction; resident bytes per hole. Targets are printed next to the figures;
 // the last line is the machine-readable `cursor-bench: ...` summary.
 
 #include <string>

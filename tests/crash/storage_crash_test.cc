@@ -8,18 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include "support/child_process.h"
 #include <chrono>
 #include <cstdio>
-#include <fcntl.h>
 #include <filesystem>
 #include <map>
-#include <poll.h>
 #include <random>
-#include <signal.h>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
+#include <string_view>
 #include <unistd.h>
+#include <vector>
 
 namespace nereus::storage {
 namespace {
@@ -33,25 +32,6 @@ struct reported {
     std::uint64_t offset;
     std::uint32_t crc;
 };
-
-// Starts the child with its stdout on a pipe; returns {pid, read end}.
-std::pair<pid_t, int> spawn(const std::string& dir) {
-    int fds[2];
-    if (::pipe(fds) != 0) {
-        return {-1, -1};
-    }
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::dup2(fds[1], STDOUT_FILENO);
-        ::close(fds[0]);
-        ::close(fds[1]);
-        const char* path = STORAGE_CRASH_CHILD;
-        ::execl(path, path, dir.c_str(), static_cast<char*>(nullptr));
-        std::_Exit(127);
-    }
-    ::close(fds[1]);
-    return {pid, fds[0]};
-}
 
 // Parses complete lines out of `buf`, leaving a partial last line in it.
 void parse_lines(std::string& buf, std::vector<reported>& out) {
@@ -88,36 +68,19 @@ TEST(StorageCrash, AcknowledgedAppendsSurviveSigkill) {
         if (std::chrono::steady_clock::now() - test_start > std::chrono::seconds(20)) {
             break;  // bounded in time even on a slow disk
         }
-        auto [pid, fd] = spawn(dir);
-        ASSERT_GT(pid, 0);
+        auto child = test::child_process::spawn({STORAGE_CRASH_CHILD, dir});
+        ASSERT_TRUE(child.has_value());
         const auto run_for = std::chrono::milliseconds(100 + rng() % 500);
-        const auto deadline = std::chrono::steady_clock::now() + run_for;
         std::string buf;
         std::vector<reported> lines;
-        char chunk[65536];
-        while (std::chrono::steady_clock::now() < deadline) {
-            pollfd p{fd, POLLIN, 0};
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            if (::poll(&p, 1, static_cast<int>(std::max<long>(1, left.count()))) > 0) {
-                const ssize_t n = ::read(fd, chunk, sizeof chunk);
-                if (n <= 0) {
-                    break;  // the child died on its own: the checks below will tell
-                }
-                buf.append(chunk, static_cast<std::size_t>(n));
-                parse_lines(buf, lines);
-            }
-        }
-        ASSERT_EQ(::kill(pid, SIGKILL), 0);
-        int status = 0;
-        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-        // Lines written before the kill were acknowledged too.
-        for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) {
-            buf.append(chunk, static_cast<std::size_t>(n));
-        }
-        parse_lines(buf, lines);
-        ::close(fd);
-        EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        const auto sink = [&](std::string_view chunk) {
+            buf.append(chunk);
+            parse_lines(buf, lines);
+        };
+        // Lines written before the kill (still in the pipe) were acknowledged too.
+        child->read_until(std::chrono::steady_clock::now() + run_for, sink);
+        const int status = child->kill_and_drain(sink);
+        EXPECT_TRUE(test::killed_by_sigkill(status))
             << "child exited on its own with status " << status;
         for (const auto& r : lines) {
             durable[{r.stream, r.offset}] = r.crc;

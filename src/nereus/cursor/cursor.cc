@@ -82,8 +82,8 @@ struct cursor::commit {
     std::vector<meta::op> multi;
     std::optional<std::string> protected_snapshot;
     std::optional<std::string> replaced_snapshot;
-    std::vector<std::uint64_t> erasing;    // stale delta seqs this multi erases
-    std::vector<std::uint64_t> new_stale;  // delta seqs that become stale when it applies
+    std::vector<std::uint64_t> erasing;  // stale delta seqs this multi erases
+    offset_range new_stale;              // delta seqs that become stale when it applies
     std::map<offset, std::uint32_t> staged_redeliveries;
     op_result fence_result;
     int unknown_retries = 0;
@@ -159,6 +159,51 @@ std::string snapshot_object(const cursor_keys& keys, const format::root_record& 
     return keys.snapshot_name(r.generation, r.snapshot.seq, r.snapshot.writer, r.snapshot.nonce);
 }
 
+// Stale delta seqs as sorted, disjoint, merged ranges (cursor::stale_deltas_).
+void add_seqs(std::vector<offset_range>& v, std::uint64_t begin, std::uint64_t end) {
+    if (begin >= end) {
+        return;
+    }
+    if (v.empty() || v.back().end < begin) {  // the common case: appended in ascending order
+        v.push_back({begin, end});
+        return;
+    }
+    if (v.back().end == begin) {
+        v.back().end = end;
+        return;
+    }
+    // General case: insert, then merge every range that overlaps or touches [begin, end).
+    auto it = std::lower_bound(v.begin(), v.end(), begin,
+                               [](const offset_range& r, std::uint64_t x) { return r.end < x; });
+    auto last = it;
+    while (last != v.end() && last->begin <= end) {
+        begin = std::min(begin, last->begin);
+        end = std::max(end, last->end);
+        ++last;
+    }
+    it = v.erase(it, last);
+    v.insert(it, offset_range{begin, end});
+}
+
+void remove_seq(std::vector<offset_range>& v, std::uint64_t seq) {
+    auto it = std::upper_bound(v.begin(), v.end(), seq,
+                               [](std::uint64_t x, const offset_range& r) { return x < r.end; });
+    if (it == v.end() || seq < it->begin) {
+        return;
+    }
+    if (it->begin + 1 == it->end) {
+        v.erase(it);
+    } else if (seq == it->begin) {
+        ++it->begin;
+    } else if (seq + 1 == it->end) {
+        --it->end;
+    } else {
+        const offset_range tail{seq + 1, it->end};
+        it->end = seq;
+        v.insert(it + 1, tail);
+    }
+}
+
 // Process-wide: with the writer's owner session it makes every snapshot name unique.
 std::atomic<std::uint64_t> g_snapshot_nonce{0};
 
@@ -177,10 +222,8 @@ void cursor::install(loaded l) {
     l.root.state = cursor_state();
     root_ = std::move(l.root);
     root_version_ = l.version;
-    for (auto seq : l.stale_deltas) {
-        if (std::find(stale_deltas_.begin(), stale_deltas_.end(), seq) == stale_deltas_.end()) {
-            stale_deltas_.push_back(seq);
-        }
+    for (auto seq : l.stale_deltas) {  // ascending (listed in key order): O(1) each
+        add_seqs(stale_deltas_, seq, seq + 1);
     }
 }
 
@@ -884,7 +927,9 @@ bool cursor::start_group(std::vector<completion>& out) {
     format::delta_record d{root_.generation, c->next_root.commit_seq, c->ops};
     std::string delta = format::encode_delta(d);
     const std::uint64_t compact_at = std::max<std::uint64_t>(inline_limit(), root_.snapshot.size);
-    if (delta.size() > options_.max_delta_bytes || root_.delta_bytes + delta.size() >= compact_at) {
+    const std::uint64_t live_after = c->next_root.commit_seq - root_.snapshot.seq;
+    if (delta.size() > options_.max_delta_bytes || root_.delta_bytes + delta.size() >= compact_at ||
+        live_after > options_.max_live_deltas) {
         // Compaction: a new snapshot of the whole state (amortized over the deltas it replaces).
         cursor_state next = state_;
         for (const auto& op : c->ops) {
@@ -1005,9 +1050,7 @@ void cursor::start_full_commit(std::shared_ptr<commit> c,
     nr.delta_bytes = 0;
     nr.state = std::move(next);
     if (root_.spilled) {
-        for (std::uint64_t s = root_.snapshot.seq + 1; s <= root_.commit_seq; ++s) {
-            c->new_stale.push_back(s);
-        }
+        c->new_stale = {root_.snapshot.seq + 1, root_.commit_seq + 1};
         c->replaced_snapshot = snapshot_object(keys_, root_);
     }
     std::string bytes = format::encode_root(nr);
@@ -1062,18 +1105,26 @@ void cursor::start_full_commit(std::shared_ptr<commit> c,
 }
 
 void cursor::append_gc_erases(commit& c, std::size_t limit) {
-    // Stale deltas first, then (for a delete) the ones this commit makes stale.
-    std::vector<std::uint64_t> all = stale_deltas_;
-    if (c.next_root.life == lifecycle::deleted) {
-        all.insert(all.end(), c.new_stale.begin(), c.new_stale.end());
-    }
-    for (auto seq : all) {
-        if (c.erasing.size() >= limit || c.multi.size() + 1 >= meta::max_multi_ops) {
-            break;
+    // Stale deltas first (lowest seqs first), then (for a delete) the ones this commit makes
+    // stale.
+    auto take = [&](std::uint64_t begin, std::uint64_t end) {
+        for (auto seq = begin; seq < end; ++seq) {
+            if (c.erasing.size() >= limit || c.multi.size() + 1 >= meta::max_multi_ops) {
+                return false;
+            }
+            c.multi.emplace_back(
+                meta::erase{.key = keys_.delta_key(seq), .expected = meta::any_version});
+            c.erasing.push_back(seq);
         }
-        c.multi.emplace_back(
-            meta::erase{.key = keys_.delta_key(seq), .expected = meta::any_version});
-        c.erasing.push_back(seq);
+        return true;
+    };
+    for (const auto& r : stale_deltas_) {
+        if (!take(r.begin, r.end)) {
+            return;
+        }
+    }
+    if (c.next_root.life == lifecycle::deleted) {
+        take(c.new_stale.begin, c.new_stale.end);
     }
 }
 
@@ -1169,13 +1220,9 @@ void cursor::on_applied(const std::shared_ptr<commit>& c,
                        *c->replaced_snapshot, rm.error().message());
         }
     }
-    std::erase_if(stale_deltas_, [&](std::uint64_t s) {
-        return std::find(c->erasing.begin(), c->erasing.end(), s) != c->erasing.end();
-    });
-    for (auto s : c->new_stale) {
-        if (std::find(c->erasing.begin(), c->erasing.end(), s) == c->erasing.end()) {
-            stale_deltas_.push_back(s);
-        }
+    add_seqs(stale_deltas_, c->new_stale.begin, c->new_stale.end);
+    for (auto s : c->erasing) {
+        remove_seq(stale_deltas_, s);
     }
     in_flight_ = false;
     for (auto& m : c->members) {

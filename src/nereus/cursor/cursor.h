@@ -243,7 +243,9 @@ private:
     bool closed_ = false;
     std::error_code broken_;  // set: every later request fails with it
     std::map<offset, std::uint32_t> pending_redeliveries_;
-    std::vector<std::uint64_t> stale_deltas_;
+    // Stale delta seqs still to erase (GC), as sorted, disjoint, merged ranges: a compaction
+    // makes one contiguous range stale, so this stays small however many deltas it replaced.
+    std::vector<offset_range> stale_deltas_;
     // Group commit: callbacks of a finished CAS are running (pump waits for them).
     bool holding_ = false;
     std::size_t last_group_ = 0;  // requests the last group took from the queue

@@ -33,6 +33,11 @@ struct cursor_options {
     std::size_t max_state_bytes = std::size_t{256} << 20;
     // A delta record larger than this is written as a new snapshot instead.
     std::size_t max_delta_bytes = 256 * 1024;
+    // The most live delta records a spilled cursor keeps: the commit that would write one more
+    // compacts into a new snapshot instead (never drops anything). Bounds what recovery lists
+    // and replays: with small deltas the byte rule alone would allow ~S / 10 of them for a
+    // snapshot of S bytes, ~2 M at 10 M holes (doc/format/cursor.md, "Delta count bound").
+    std::uint64_t max_live_deltas = std::uint64_t{1} << 18;
     // The most requests one group commit takes.
     std::size_t max_group = 4096;
     // Group-commit linger: when the previous group took more requests than are queued now, the

@@ -1,11 +1,13 @@
 // Engine behaviour beyond the scenarios: spill and compaction transitions, bytes per ack with
 // many holes, redelivery counts, lifecycle admission, group commit.
 
+#include "nereus/cursor/record_format.h"
 #include "nereus/meta/sync.h"
 
 #include <gtest/gtest.h>
 
 #include "unit/cursor/support/harness.h"
+#include <algorithm>
 #include <future>
 
 namespace nereus::cursor::test {
@@ -46,7 +48,7 @@ TEST_P(CursorEngine, SpillsCompactsAndReturnsInline) {
 
 // With 100k holes an individual ack writes bytes proportional to the change, not the state.
 TEST_P(CursorEngine, AckCostIndependentOfHoleCount) {
-    if (h_.memory_meta() != nullptr) {
+    if (h_.kind() == meta_kind::memory) {
         GTEST_SKIP() << "measured once (RocksDB)";
     }
     h_.stream().append_n(300'000);
@@ -71,6 +73,41 @@ TEST_P(CursorEngine, AckCostIndependentOfHoleCount) {
     const auto object_bytes = h_.fs().bytes_written() - before;
     EXPECT_LT((*root_after)->value.size(), 200U);
     RecordProperty("object_bytes_for_50_acks", std::to_string(object_bytes));
+}
+
+// The live delta count is capped (max_live_deltas): the commit that would exceed it compacts
+// instead; the deltas it makes stale are erased by later commits (64 per commit) and recovery
+// sees the same state at every step.
+TEST_P(CursorEngine, DeltaCountCapForcesCompaction) {
+    h_.options().spill_threshold_bytes = 0;
+    h_.options().max_live_deltas = 5;
+    h_.options().gc_erases_per_commit = 2;
+    h_.stream().append_n(200);
+    auto c = h_.create("c1");
+    const fence f = c->current_fence();
+    std::size_t max_live = 0;
+    for (offset x = 1; x < 60; x += 2) {  // every ack adds a hole: one small delta per CAS
+        ASSERT_EQ(ok(ack_sync(*c, f, x)).status, ack_status::ok);
+        auto root = meta::get_sync(h_.meta(), c->keys().root);
+        ASSERT_TRUE(root && *root);
+        auto decoded = format::decode_root((*root)->value);
+        ASSERT_TRUE(decoded.has_value());
+        ASSERT_TRUE(decoded->spilled);
+        max_live = std::max<std::size_t>(max_live, decoded->delta_count());
+        EXPECT_LE(decoded->delta_count(), 5U) << x;
+    }
+    EXPECT_EQ(max_live, 5U);
+    // Stale deltas are collected by later commits: never more than a cap's worth plus one
+    // compaction's leftovers remain.
+    auto deltas = meta::list_sync(h_.meta(), c->keys().delta_prefix);
+    ASSERT_TRUE(deltas.has_value());
+    EXPECT_LE(deltas->size(), 10U);
+    const auto before = c->snapshot();
+    c.reset();
+    h_.crash_meta();
+    c = h_.reopen("c1");
+    EXPECT_EQ(c->snapshot().ranges, before.ranges);
+    EXPECT_EQ(c->snapshot().ranges.size(), 30U);
 }
 
 TEST_P(CursorEngine, RedeliveryCountsLagNeverLead) {

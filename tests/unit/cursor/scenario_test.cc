@@ -487,9 +487,6 @@ TEST_P(CursorScenario, Scenario26EarliestStartsAtFloor) {
 }
 
 TEST_P(CursorScenario, Scenario30CrashBetweenSnapshotAndRootCas) {
-    if (h_.memory_meta() == nullptr) {
-        GTEST_SKIP() << "needs the memory store's commit-failure injection";
-    }
     h_.options().spill_threshold_bytes = 0;
     h_.stream().append_n(20);
     auto c = h_.create("c1");
@@ -501,7 +498,7 @@ TEST_P(CursorScenario, Scenario30CrashBetweenSnapshotAndRootCas) {
     auto before = h_.objects().list(c->keys().object_prefix);
     ASSERT_TRUE(before && before->size() == 1);
     // S2 is written, then the root CAS never applies (the process "dies" before it).
-    h_.memory_meta()->inject_commit_failure(false, 1, make_error_code(meta::errc::unavailable));
+    h_.faults().fail_multis(false, 1, make_error_code(meta::errc::unavailable));
     EXPECT_TRUE(error_of(skip_sync(*c, f, 1)));
     auto mid = h_.objects().list(c->keys().object_prefix);
     ASSERT_TRUE(mid.has_value());
@@ -515,13 +512,10 @@ TEST_P(CursorScenario, Scenario30CrashBetweenSnapshotAndRootCas) {
 }
 
 TEST_P(CursorScenario, Scenario31CasAppliedReplyLostRetryIdempotent) {
-    if (h_.memory_meta() == nullptr) {
-        GTEST_SKIP() << "needs the memory store's commit-failure injection";
-    }
     h_.stream().append_n(20);
     auto c = h_.create("c1");
     const fence f = c->current_fence();
-    h_.memory_meta()->inject_commit_failure(true, 1);  // applied, but the reply is "unknown"
+    h_.faults().fail_multis(true, 1);  // applied, but the reply is "unknown"
     EXPECT_EQ(ok(ack_sync(*c, f, 7)).status, ack_status::ok);  // resolved by re-reading
     const auto s1 = c->snapshot();
     EXPECT_EQ(ok(ack_sync(*c, f, 7)).status, ack_status::already_acked);  // the client's retry
@@ -733,11 +727,9 @@ TEST_P(CursorScenario, Scenario45UnknownOutcomeAndPropertyRace) {
     h_.stream().append_n(100);
     auto c = h_.create("c1");
     const fence f = c->current_fence();
-    if (auto* m = h_.memory_meta()) {
-        m->inject_commit_failure(false, 1);  // not applied, outcome unknown: re-read, resend
-        EXPECT_EQ(ok(ack_sync(*c, f, 5)).status, ack_status::ok);
-        EXPECT_TRUE(c->is_acked(5));
-    }
+    h_.faults().fail_multis(false, 1);  // not applied, outcome unknown: re-read, resend
+    EXPECT_EQ(ok(ack_sync(*c, f, 5)).status, ack_status::ok);
+    EXPECT_TRUE(c->is_acked(5));
     // A property update on a second handle races acks on the first: BadVersion -> reload,
     // rebase, retry; neither is lost.
     auto other = h_.reopen("c1");

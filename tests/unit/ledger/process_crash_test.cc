@@ -12,44 +12,28 @@
 
 #include <gtest/gtest.h>
 
+#include "support/child_process.h"
 #include "support/harness.h"
-#include <fcntl.h>
-#include <fstream>
 #include <random>
 #include <set>
-#include <signal.h>
 #include <sstream>
-#include <sys/wait.h>
-#include <thread>
-#include <unistd.h>
 
 namespace nereus::ledger::test {
 namespace {
 
 TEST(LedgerProcessCrash, SigkillDuringAckLoadKeepsConfirmedAcks) {
     const std::string dir = make_temp_dir("proc");
-    const std::string out = dir + "/child.out";
     std::mt19937_64 rng(::testing::UnitTest::GetInstance()->random_seed() + 17);
     std::set<offset> confirmed;
     offset cumulative_floor = 0;
     for (int kill = 0; kill < 5; ++kill) {
-        const pid_t pid = ::fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            const std::string seed = std::to_string(rng());
-            ::execl(NEREUS_LEDGER_CRASH_CHILD, NEREUS_LEDGER_CRASH_CHILD, dir.c_str(), seed.c_str(),
-                    static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
-        ASSERT_EQ(::kill(pid, SIGKILL), 0);
-        int status = 0;
-        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with " << WEXITSTATUS(status);
+        const std::string seed = std::to_string(rng());
+        const auto run = nereus::test::run_and_kill({NEREUS_LEDGER_CRASH_CHILD, dir, seed},
+                                                    std::chrono::milliseconds(300 + rng() % 700));
+        ASSERT_TRUE(nereus::test::killed_by_sigkill(run.wait_status))
+            << "child ended on its own, wait status " << run.wait_status;
         {
-            std::ifstream in(out);
+            std::istringstream in(run.output);
             std::string line;
             while (std::getline(in, line)) {
                 std::istringstream ls(line);

@@ -8,22 +8,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "support/child_process.h"
 #include "unit/meta/support/temp_dir.h"
-#include <array>
 #include <chrono>
-#include <csignal>
-#include <fcntl.h>
 #include <map>
-#include <poll.h>
 #include <random>
-#include <spawn.h>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
-
-extern char** environ;
 
 namespace nereus::meta::test {
 namespace {
@@ -32,69 +24,18 @@ constexpr int kills = 5;
 constexpr int threads = 4;
 constexpr int keys = 3;
 
-struct child_run {
-    std::string output;  // everything the child printed before it died
-    int wait_status = 0;
-};
-
-// Starts the child, lets it run for `run_for`, SIGKILLs it and collects its output.
-child_run run_and_kill(const std::string& dir,
-                       std::size_t max_group,
-                       std::chrono::milliseconds run_for) {
-    child_run out;
-    std::array<int, 2> fds{};
-    EXPECT_EQ(::pipe2(fds.data(), O_CLOEXEC), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    const std::string group = std::to_string(max_group);
-    const std::string nthreads = std::to_string(threads);
-    const std::string nkeys = std::to_string(keys);
-    std::vector<char*> argv = {
-        const_cast<char*>(NEREUS_META_CRASH_CHILD), const_cast<char*>(dir.c_str()),
-        const_cast<char*>(group.c_str()),           const_cast<char*>(nthreads.c_str()),
-        const_cast<char*>(nkeys.c_str()),           nullptr};
-    pid_t pid = 0;
-    const int rc =
-        ::posix_spawn(&pid, NEREUS_META_CRASH_CHILD, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (rc != 0) {
-        ADD_FAILURE() << "posix_spawn " << NEREUS_META_CRASH_CHILD << ": " << rc;
-        ::close(fds[0]);
-        return out;
+// Starts the child, lets it run for `run_for`, SIGKILLs it and collects its output (lines
+// already in the pipe were printed after their completion ran: confirmed too).
+nereus::test::child_run run_and_kill(const std::string& dir,
+                                     std::size_t max_group,
+                                     std::chrono::milliseconds run_for) {
+    auto run = nereus::test::run_and_kill({NEREUS_META_CRASH_CHILD, dir, std::to_string(max_group),
+                                           std::to_string(threads), std::to_string(keys)},
+                                          run_for);
+    if (run.wait_status == -1) {
+        ADD_FAILURE() << "could not run " << NEREUS_META_CRASH_CHILD;
     }
-
-    std::array<char, 4096> buf{};
-    const auto deadline = std::chrono::steady_clock::now() + run_for;
-    for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-            break;
-        }
-        pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
-        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-            continue;
-        }
-        const auto n = ::read(fds[0], buf.data(), buf.size());
-        if (n <= 0) {
-            break;  // the child died early: its output says why
-        }
-        out.output.append(buf.data(), static_cast<std::size_t>(n));
-    }
-    ::kill(pid, SIGKILL);
-    EXPECT_EQ(::waitpid(pid, &out.wait_status, 0), pid);
-    // Lines already in the pipe were printed after their completion ran: confirmed too.
-    for (;;) {
-        const auto n = ::read(fds[0], buf.data(), buf.size());
-        if (n <= 0) {
-            break;
-        }
-        out.output.append(buf.data(), static_cast<std::size_t>(n));
-    }
-    ::close(fds[0]);
-    return out;
+    return run;
 }
 
 class RocksdbStoreCrash : public ::testing::TestWithParam<std::size_t> {};
@@ -112,8 +53,8 @@ TEST_P(RocksdbStoreCrash, SigkillNeverLosesAConfirmedValue) {
     for (int round = 0; round < kills; ++round) {
         SCOPED_TRACE(fmt::format("round {}", round));
         const auto run_for = std::chrono::milliseconds(100 + rng() % 401);
-        const child_run run = run_and_kill(dir, GetParam(), run_for);
-        ASSERT_TRUE(WIFSIGNALED(run.wait_status) && WTERMSIG(run.wait_status) == SIGKILL)
+        const nereus::test::child_run run = run_and_kill(dir, GetParam(), run_for);
+        ASSERT_TRUE(nereus::test::killed_by_sigkill(run.wait_status))
             << "child ended on its own: " << run.output;
 
         std::map<int, std::uint64_t> confirmed;

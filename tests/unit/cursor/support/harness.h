@@ -12,6 +12,7 @@
 #include "nereus/cursor/errc.h"
 #include "nereus/cursor/memory_stream_view.h"
 #include "nereus/cursor/sync.h"
+#include "nereus/meta/fault_store.h"
 #include "nereus/meta/memory_store.h"
 #include "nereus/meta/rocksdb_store.h"
 #include "nereus/meta/sync.h"
@@ -52,6 +53,7 @@ public:
     harness& operator=(const harness&) = delete;
     ~harness() {
         objects_.reset();
+        faults_.reset();
         meta_.reset();
         std::error_code ec;
         std::filesystem::remove_all(dir_, ec);
@@ -59,14 +61,13 @@ public:
 
     cursor_env env() {
         return cursor_env{
-            .meta = meta_.get(), .objects = objects_.get(), .stream = &stream_, .owner = owner_};
+            .meta = faults_.get(), .objects = objects_.get(), .stream = &stream_, .owner = owner_};
     }
     cursor_options& options() { return options_; }
     memory_stream_view& stream() { return stream_; }
-    meta::store& meta() { return *meta_; }
-    meta::memory_store* memory_meta() {
-        return kind_ == meta_kind::memory ? static_cast<meta::memory_store*>(meta_.get()) : nullptr;
-    }
+    // The store the cursors use (the fault proxy over the backend).
+    meta::store& meta() { return *faults_; }
+    meta::fault_store& faults() { return *faults_; }
     objects::object_store& objects() { return *objects_; }
     fault_file_system& fs() { return *fs_; }
     meta::session_id owner() const { return owner_; }
@@ -89,11 +90,15 @@ public:
     static cursor_id id(const std::string& name) { return cursor_id{"ledger-1", name}; }
 
     // A process crash of the metadata side: RocksDB is closed and reopened from its directory
-    // (its WAL is synced per write); the memory store survives as "the same store".
+    // (its WAL is synced per write); the memory store survives as "the same store". The fault
+    // proxy's rules are cleared either way (the restarted process has none).
     void crash_meta() {
         if (kind_ == meta_kind::rocksdb) {
+            faults_.reset();
             meta_.reset();
             open_meta();
+        } else {
+            faults_->clear();
         }
     }
     // Power loss of the object store's file system, then reopen the object store.
@@ -102,9 +107,21 @@ public:
         fs_->power_loss();
         open_objects();
     }
+    // Power loss that keeps a random part of the unsynced writes (torn), then reopen.
+    void torn_power_loss_objects(std::uint64_t seed) {
+        objects_.reset();
+        fs_->power_loss_torn(seed);
+        open_objects();
+    }
+    // A kill -9 of the object store's process: the page cache survives; reopen.
+    void process_crash_objects() {
+        objects_.reset();
+        fs_->process_crash();
+        open_objects();
+    }
     // A new owner session (the old one stays alive unless closed).
     meta::session_id new_session() {
-        auto s = meta::open_session_sync(*meta_, std::chrono::minutes(10));
+        auto s = meta::open_session_sync(*faults_, std::chrono::minutes(10));
         EXPECT_TRUE(s.has_value());
         return s ? *s : meta::no_session;
     }
@@ -119,6 +136,7 @@ private:
             ASSERT_TRUE(s.has_value()) << s.error().message();
             meta_ = std::move(*s);
         }
+        faults_ = std::make_unique<meta::fault_store>(*meta_);
         owner_ = new_session();
     }
     void open_objects() {
@@ -132,6 +150,7 @@ private:
     std::string dir_;
     std::shared_ptr<fault_file_system> fs_;
     std::unique_ptr<meta::store> meta_;
+    std::unique_ptr<meta::fault_store> faults_;  // over meta_
     std::unique_ptr<objects::fs_object_store> objects_;
     memory_stream_view stream_;
     meta::session_id owner_ = meta::no_session;

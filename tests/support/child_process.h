@@ -1,0 +1,185 @@
+#pragma once
+
+// child_process — the crash tests' harness for a real child process: start an executable with
+// its stdout on a pipe, read what it prints for a while, SIGKILL it, reap it, and collect what
+// it printed before it died (the lines already in the pipe were written before the kill, so a
+// child that prints a line after a durable completion has them all confirmed).
+//
+// Used by tests/crash/{storage,cursor}_crash_test.cc, tests/unit/meta/crash_test.cc and
+// tests/unit/ledger/process_crash_test.cc. Header-only.
+//
+// Ownership: owns the child (killed and reaped on destruction if still running) and the pipe.
+// Thread-safety: thread-compatible.
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <fcntl.h>
+#include <functional>
+#include <optional>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string>
+#include <string_view>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace nereus::test {
+
+class child_process {
+public:
+    using clock = std::chrono::steady_clock;
+    // Receives each chunk the child wrote to its stdout (not split at lines).
+    using sink = std::function<void(std::string_view)>;
+
+    // Starts argv[0] (a path) with the given arguments, stdout on a pipe. nullopt when the pipe
+    // or the spawn failed (`error` says which, errno-style).
+    static std::optional<child_process> spawn(const std::vector<std::string>& argv,
+                                              int* error = nullptr) {
+        std::array<int, 2> fds{};
+        if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
+            if (error != nullptr) {
+                *error = errno;
+            }
+            return std::nullopt;
+        }
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+        std::vector<char*> args;
+        args.reserve(argv.size() + 1);
+        for (const auto& a : argv) {
+            args.push_back(const_cast<char*>(a.c_str()));
+        }
+        args.push_back(nullptr);
+        pid_t pid = 0;
+        const int rc =
+            ::posix_spawn(&pid, argv.at(0).c_str(), &actions, nullptr, args.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        ::close(fds[1]);
+        if (rc != 0) {
+            ::close(fds[0]);
+            if (error != nullptr) {
+                *error = rc;
+            }
+            return std::nullopt;
+        }
+        return child_process(pid, fds[0]);
+    }
+
+    child_process(const child_process&) = delete;
+    child_process& operator=(const child_process&) = delete;
+    child_process(child_process&& o) noexcept
+        : pid_(std::exchange(o.pid_, -1)), fd_(std::exchange(o.fd_, -1)) {}
+    child_process& operator=(child_process&& o) noexcept {
+        if (this != &o) {
+            reset();
+            pid_ = std::exchange(o.pid_, -1);
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~child_process() { reset(); }
+
+    [[nodiscard]] pid_t pid() const { return pid_; }
+
+    // Passes what the child prints to `out` until `deadline`. Returns false when the pipe
+    // reached end of file first (the child died on its own, or closed its stdout).
+    bool read_until(clock::time_point deadline, const sink& out) {
+        std::array<char, 65536> buf{};
+        for (;;) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+            if (left.count() <= 0) {
+                return true;
+            }
+            pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+            if (::poll(&p, 1, static_cast<int>(std::max<long>(1, left.count()))) <= 0) {
+                continue;
+            }
+            const ssize_t n = ::read(fd_, buf.data(), buf.size());
+            if (n <= 0) {
+                return false;
+            }
+            out(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        }
+    }
+
+    // SIGKILLs the child, reaps it, then passes what is left in the pipe to `out` (written
+    // before the kill). Returns the wait status (check WIFSIGNALED / WTERMSIG), or -1 when the
+    // child could not be reaped.
+    int kill_and_drain(const sink& out) {
+        int status = -1;
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            if (::waitpid(pid_, &status, 0) != pid_) {
+                status = -1;
+            }
+            pid_ = -1;
+        }
+        if (fd_ >= 0) {
+            std::array<char, 65536> buf{};
+            for (ssize_t n; (n = ::read(fd_, buf.data(), buf.size())) > 0;) {
+                out(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+            }
+            ::close(fd_);
+            fd_ = -1;
+        }
+        return status;
+    }
+
+private:
+    child_process(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+
+    void reset() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            int status = 0;
+            ::waitpid(pid_, &status, 0);
+            pid_ = -1;
+        }
+        if (fd_ >= 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+
+    pid_t pid_ = -1;
+    int fd_ = -1;
+};
+
+// Runs the child for `run_for`, SIGKILLs it and returns {everything it printed, wait status}.
+// The wait status is -1 when it could not be started.
+struct child_run {
+    std::string output;
+    int wait_status = -1;
+    bool died_early = false;  // its stdout ended before the kill
+};
+
+inline child_run run_and_kill(const std::vector<std::string>& argv,
+                              std::chrono::milliseconds run_for) {
+    child_run r;
+    auto child = child_process::spawn(argv);
+    if (!child) {
+        return r;
+    }
+    const auto append = [&r](std::string_view s) {
+        r.output.append(s);
+    };
+    r.died_early = !child->read_until(child_process::clock::now() + run_for, append);
+    r.wait_status = child->kill_and_drain(append);
+    return r;
+}
+
+// True when `wait_status` says the child was ended by SIGKILL (and not by itself).
+inline bool killed_by_sigkill(int wait_status) {
+    return wait_status != -1 && WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL;
+}
+
+}  // namespace nereus::test
