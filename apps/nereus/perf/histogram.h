@@ -1,0 +1,59 @@
+#pragma once
+
+// A log-bucket latency histogram in the spirit of HdrHistogram (fixed memory, no allocation
+// when recording).
+//
+// Values are non-negative integers (the perf tool records nanoseconds). Values below 2^7 have
+// their own bucket; above, every power of two is split into 128 equal sub-buckets, so a bucket's
+// width is at most 1/128 of its lower bound (relative error < 0.8 %). Values beyond 2^max_exp are
+// counted in the last bucket; min, max, count and sum are kept exactly. percentile() returns the
+// highest value equivalent to the bucket holding that rank (HdrHistogram's convention), clamped
+// to the exact [min, max].
+//
+// Ownership: owns its counts (one array, sized at construction).
+// Thread-safety: thread-compatible (the perf tool records from its one io thread).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace nereus::app::perf {
+
+class histogram {
+public:
+    static constexpr int sub_bucket_bits = 7;
+    static constexpr std::uint64_t sub_buckets = std::uint64_t{1} << sub_bucket_bits;
+    // Largest exponent with its own buckets: 2^43 ns is about 2.4 hours.
+    static constexpr int max_exp = 43;
+    static constexpr std::size_t bucket_count =
+        static_cast<std::size_t>(max_exp - sub_bucket_bits + 2) * sub_buckets;
+
+    histogram();
+
+    void record(std::uint64_t value) noexcept;
+    void reset() noexcept;
+    // Adds every count of `other` into this one.
+    void merge(const histogram& other) noexcept;
+
+    [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+    [[nodiscard]] std::uint64_t min() const noexcept { return count_ == 0 ? 0 : min_; }
+    [[nodiscard]] std::uint64_t max() const noexcept { return max_; }
+    [[nodiscard]] double mean() const noexcept;
+    // p in [0, 1]; 0 for an empty histogram. percentile(1.0) == max().
+    [[nodiscard]] std::uint64_t percentile(double p) const noexcept;
+
+    // Bucket arithmetic (public for tests).
+    [[nodiscard]] static std::size_t bucket_of(std::uint64_t value) noexcept;
+    [[nodiscard]] static std::uint64_t bucket_low(std::size_t index) noexcept;
+    [[nodiscard]] static std::uint64_t bucket_high(std::size_t index) noexcept;
+
+private:
+    std::vector<std::uint64_t> counts_;
+    std::uint64_t count_ = 0;
+    std::uint64_t min_ = ~std::uint64_t{0};
+    std::uint64_t max_ = 0;
+    long double sum_ = 0;
+};
+
+}  // namespace nereus::app::perf

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `nereus perf` against a real `nereus standalone` on a free port over a temp data directory:
+# every message produced is receipted and consumed (exit 0, counts in the perf-summary line).
+# No timing assertions. Usage: perf_test.sh path/to/nereus
+set -euo pipefail
+nereus=$1
+dir=$(mktemp -d)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+http_port=$(free_port)  # never the default 8080: other tests run at the same time
+"$nereus" standalone --data-dir "$dir/data" --port "$port" --http-port "$http_port" >"$dir/broker.log" 2>&1 &
+pid=$!
+trap 'kill -KILL "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
+up=0
+for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+done
+[ "$up" -eq 1 ] || { echo "standalone did not listen on $port:"; cat "$dir/broker.log"; exit 1; }
+url="pulsar://127.0.0.1:$port"
+
+# run NAME EXPECT ARGS...: runs `nereus perf ARGS` (bounded by `timeout`), wants exit 0 and every
+# key=value of EXPECT (space separated) in its perf-summary line.
+run() {
+    local name=$1 expect=$2
+    shift 2
+    local out="$dir/$name.out" rc=0
+    timeout 120 "$nereus" perf "$@" --service-url "$url" --report-interval 1 >"$out" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        echo "FAIL $name: exit $rc"; cat "$out"; tail -20 "$dir/broker.log"; exit 1
+    fi
+    local summary
+    summary=$(grep '^perf-summary:' "$out" || true)
+    for kv in $expect; do
+        if ! grep -q -- " $kv\b" <<<"$summary"; then
+            echo "FAIL $name: want $kv in: $summary"; cat "$out"; exit 1
+        fi
+    done
+    echo "ok $name: $summary"
+}
+
+# Batched, individual acks with ACK_RESPONSE, end-to-end in one process.
+run batched "sent=2000 receipted=2000 consumed=2000 distinct=2000 duplicates=0 errors=0" \
+    produce --num-messages 2000 --consume --size 100 --topics it-batched
+# One SEND per message, two topics, cumulative acks, a small window and a fixed rate.
+run unbatched "sent=2000 receipted=2000 distinct=2000 errors=0" \
+    produce --num-messages 2000 --consume --size 64 --topics 2 --no-batching \
+    --max-pending 50 --ack cumulative --rate 4000
+# Two producers and two Shared consumers on one topic.
+run shared "sent=2000 receipted=2000 distinct=2000 errors=0" \
+    produce --num-messages 2000 --consume --topics it-shared --producers 2 --consumers 2 \
+    --subscription-type Shared --batch-max-messages 7
+# Produce only (backlog), then `perf consume` reads all of it from Earliest.
+run backlog "sent=2000 receipted=2000 errors=0" \
+    produce --num-messages 2000 --size 200 --topics it-backlog
+run consume "consumed=2000 errors=0" \
+    consume --num-messages 2000 --topics it-backlog --subscription-position Earliest \
+    --subscription late-sub
+
+kill -TERM "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || { echo "standalone exited $rc after SIGTERM, want 0:"; cat "$dir/broker.log"; exit 1; }
+echo "ok"
