@@ -1,8 +1,11 @@
 // nereus: the command-line entry point.
 
+#include "nereus/admin/admin_server.h"
+#include "nereus/broker/config.h"
 #include "nereus/broker/standalone.h"
 
 #include "apps/nereus/cursor_bench.h"
+#include "apps/nereus/perf/perf.h"
 #include "apps/nereus/storage_bench.h"
 #include "apps/nereus/storage_verify.h"
 #include <CLI/CLI.hpp>
@@ -15,18 +18,47 @@ int main(int argc, char** argv) {
     int status = 0;
 
     auto* standalone = app.add_subcommand("standalone", "Run a single-node broker");
-    nereus::broker::standalone_options standalone_options;
-    standalone->add_option("--data-dir", standalone_options.data_dir, "Data directory")
-        ->capture_default_str();
-    standalone->add_option("--port", standalone_options.port, "Pulsar binary protocol port")
-        ->capture_default_str();
-    standalone
-        ->add_option("--http-port", standalone_options.http_port,
-                     "Admin REST port (not served yet)")
-        ->capture_default_str();
-    standalone->add_option("--bind", standalone_options.bind_address, "Address to listen on")
-        ->capture_default_str();
-    standalone->callback([&] { status = nereus::broker::run_standalone(standalone_options); });
+    // Precedence: defaults, then the --config file, then flags given on the command line.
+    nereus::broker::standalone_options standalone_flags;
+    std::string standalone_config;
+    standalone->add_option("--config", standalone_config,
+                           "standalone.conf-style key=value file (see doc/configuration.md)");
+    auto* data_dir_flag =
+        standalone->add_option("--data-dir", standalone_flags.data_dir, "Data directory")
+            ->capture_default_str();
+    auto* port_flag =
+        standalone->add_option("--port", standalone_flags.port, "Pulsar binary protocol port")
+            ->capture_default_str();
+    auto* http_port_flag =
+        standalone->add_option("--http-port", standalone_flags.http_port, "Admin REST port")
+            ->capture_default_str();
+    auto* bind_flag =
+        standalone->add_option("--bind", standalone_flags.bind_address, "Address to listen on")
+            ->capture_default_str();
+    standalone->callback([&] {
+        nereus::broker::standalone_options o;
+        if (!standalone_config.empty()) {
+            if (auto r = nereus::broker::load_standalone_config(standalone_config, o); !r) {
+                std::fprintf(stderr, "nereus standalone: config %s\n",
+                             r.error().to_string().c_str());
+                status = 2;
+                return;
+            }
+        }
+        if (data_dir_flag->count() > 0) {
+            o.data_dir = standalone_flags.data_dir;
+        }
+        if (port_flag->count() > 0) {
+            o.port = standalone_flags.port;
+        }
+        if (http_port_flag->count() > 0) {
+            o.http_port = standalone_flags.http_port;
+        }
+        if (bind_flag->count() > 0) {
+            o.bind_address = standalone_flags.bind_address;
+        }
+        status = nereus::broker::run_standalone(o, nereus::admin::standalone_admin());
+    });
 
     auto* storage = app.add_subcommand("storage", "Inspect and measure the storage layer");
     storage->require_subcommand(1);
@@ -64,6 +96,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     cursor_bench->add_flag("--quick", cursor_bench_options.quick, "Shorter phases (< 1 min)");
     cursor_bench->callback([&] { status = nereus::app::run_cursor_bench(cursor_bench_options); });
+
+    // `nereus perf produce|consume`: the Pulsar-protocol load generator (doc/perf.md).
+    const auto perf_command = nereus::app::perf::add_perf_command(app, status);
 
     CLI11_PARSE(app, argc, argv);
     return status;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `nereus standalone` starts, listens on --port, and exits 0 on SIGTERM (graceful stop).
-# Suggested replacement for the exit-2 check in tests/cli/help_test.sh now that the broker serves.
 # Usage: standalone_cli_test.sh path/to/nereus
 set -euo pipefail
 nereus=$1
 dir=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$nereus" standalone --data-dir "$dir/data" --port "$port" >"$dir/log" 2>&1 &
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+http_port=$(free_port)
+"$nereus" standalone --data-dir "$dir/data" --port "$port" --http-port "$http_port" >"$dir/log" 2>&1 &
 pid=$!
 trap 'kill -KILL "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
 up=0

@@ -37,7 +37,9 @@ std::uint16_t free_port() {
 
 class broker_process {
 public:
-    broker_process(std::string dir, std::uint16_t port) : dir_(std::move(dir)), port_(port) {}
+    // The admin HTTP port is a free one too (the default 8080 may be taken by another test).
+    broker_process(std::string dir, std::uint16_t port)
+        : dir_(std::move(dir)), port_(port), http_port_(free_port()) {}
     ~broker_process() { kill(SIGKILL); }
 
     bool start() {
@@ -48,8 +50,10 @@ public:
             ::dup2(fd, 1);
             ::dup2(fd, 2);
             const std::string port = std::to_string(port_);
+            const std::string http_port = std::to_string(http_port_);
             ::execl(NEREUS_BINARY, NEREUS_BINARY, "standalone", "--data-dir", dir_.c_str(),
-                    "--port", port.c_str(), static_cast<char*>(nullptr));
+                    "--port", port.c_str(), "--http-port", http_port.c_str(),
+                    static_cast<char*>(nullptr));
             ::_exit(127);
         }
         // Bounded wait until it accepts and answers CONNECT.
@@ -90,6 +94,7 @@ public:
 private:
     std::string dir_;
     std::uint16_t port_;
+    std::uint16_t http_port_;
     pid_t pid_ = -1;
 };
 
@@ -230,6 +235,41 @@ TEST_F(StandaloneTest, SigkillLosesNothingConfirmedAndRestartsOnTheSamePort) {
     auto last = c->expect(command_type::get_last_message_id_response);
     ASSERT_TRUE(last);
     EXPECT_EQ(last->cmd.getlastmessageidresponse().last_message_id().entryid(), 199U);
+    EXPECT_EQ(b.kill(SIGTERM), 0);
+}
+
+// Redelivery counts live in the cursor: a nack, an ack whose CAS carries the count, a SIGKILL,
+// and the message comes back with redelivery_count >= 1 (Pulsar would say 0).
+TEST_F(StandaloneTest, RedeliveryCountSurvivesSigkill) {
+    broker_process b(dir_, port_);
+    ASSERT_TRUE(b.start());
+    {
+        auto c = client();
+        ASSERT_TRUE(subscribe(*c));
+        ASSERT_EQ(produce(*c, 2), 2);
+        ASSERT_EQ(consume_all(*c, 100).size(), 2U);
+        proto::message_id nack;
+        nack.ledger_id = ledger_;
+        nack.entry_id = 0;
+        c->send([&](proto::frame_buffer& f) {
+            return c->writer().redeliver_unacknowledged(f, 0, std::span(&nack, 1)).has_value();
+        });
+        auto m = c->expect(command_type::message);
+        ASSERT_TRUE(m);
+        EXPECT_EQ(m->cmd.message().message_id().entryid(), 0U);
+        EXPECT_EQ(m->cmd.message().redelivery_count(), 1U);
+        ASSERT_TRUE(ack(*c, 1, 7));  // its CAS writes the recorded count
+        EXPECT_EQ(b.kill(SIGKILL), 128 + SIGKILL);
+    }
+    ASSERT_TRUE(b.start());
+    auto c = client();
+    ASSERT_TRUE(subscribe(*c));
+    c->send([&](proto::frame_buffer& f) { return c->writer().flow(f, 0, 100).has_value(); });
+    auto m = c->expect(command_type::message);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->cmd.message().message_id().entryid(), 0U);
+    EXPECT_GE(m->cmd.message().redelivery_count(), 1U);
+    EXPECT_FALSE(c->expect(command_type::message, std::chrono::milliseconds(200)));
     EXPECT_EQ(b.kill(SIGTERM), 0);
 }
 

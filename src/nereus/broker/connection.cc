@@ -249,10 +249,26 @@ void connection::enqueue(proto::frame_buffer&& frame) {
     }
 }
 
+proto::frame_buffer connection::take_buffer() {
+    if (spare_.empty()) {
+        return {};
+    }
+    proto::frame_buffer b = std::move(spare_.back());
+    spare_.pop_back();
+    return b;
+}
+
+void connection::recycle(proto::frame_buffer&& b) {
+    if (spare_.size() < kMaxSpareBuffers && b.capacity() <= kMaxSpareCapacity) {
+        b.clear();
+        spare_.push_back(std::move(b));
+    }
+}
+
 awaitable<void> connection::writer() {
     auto self = shared_from_this();
-    std::vector<proto::frame_buffer> batch;
-    std::vector<asio::const_buffer> bufs;
+    auto& batch = write_batch_;
+    auto& bufs = write_bufs_;
     while (!queue_.empty() && !closed_) {
         batch.clear();
         bufs.clear();
@@ -267,6 +283,9 @@ awaitable<void> connection::writer() {
         }
         auto [ec, n] = co_await asio::async_write(socket_, bufs, tok);
         queued_bytes_ -= bytes;
+        for (auto& b : batch) {
+            recycle(std::move(b));
+        }
         if (ec) {
             NEREUS_LOG(broker_log(), debug, "write failed peer={} error={}", peer_, ec.message());
             close_now();

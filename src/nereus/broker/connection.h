@@ -153,6 +153,17 @@ private:
     std::deque<proto::frame_buffer> queue_;
     std::size_t queued_bytes_ = 0;
     bool writing_ = false;
+    // The writer's gather lists (members so a write round allocates nothing).
+    std::vector<proto::frame_buffer> write_batch_;
+    std::vector<boost::asio::const_buffer> write_bufs_;
+    // Written frames' buffers, cleared and kept for the next frames (capacity reused, so a
+    // steady stream of frames allocates nothing). Bounded: kMaxSpareBuffers buffers of at most
+    // kMaxSpareCapacity bytes each; larger buffers are freed.
+    static constexpr std::size_t kMaxSpareBuffers = 128;
+    static constexpr std::size_t kMaxSpareCapacity = std::size_t{256} << 10;
+    std::vector<proto::frame_buffer> spare_;
+    proto::frame_buffer take_buffer();
+    void recycle(proto::frame_buffer&& b);
 
     bool connected_ = false;
     bool stop_requested_ = false;
@@ -174,12 +185,13 @@ void connection::write_frame(F&& build) {
     if (closed_) {
         return;
     }
-    proto::frame_buffer b;
+    proto::frame_buffer b = take_buffer();
     auto r = build(b);
     if (!r) {
         // Strict sending refused it (e.g. the peer's version does not know the command).
         NEREUS_LOG(broker_log(), debug, "frame not sent peer={} error={}", peer_,
                    r.error().message());
+        recycle(std::move(b));
         return;
     }
     enqueue(std::move(b));

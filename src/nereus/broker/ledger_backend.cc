@@ -23,6 +23,8 @@ namespace nereus::broker {
 namespace {
 
 constexpr auto session_ttl = std::chrono::seconds(30);
+// Admin records live under this prefix of the metadata store (doc/format/admin.md).
+constexpr std::string_view admin_prefix = "admin/";
 
 cursor::fence to_fence(ack_fence f) {
     return cursor::fence{f.generation, f.epoch};
@@ -32,10 +34,9 @@ ack_fence from_fence(cursor::fence f) {
 }
 
 // Maps a ledger ack completion to the broker's vocabulary: applied → applied; already acked →
-// no effect (a duplicate or retry: answered success, counted); stale generation/epoch → an
-// error, never a success (doc/cursor-semantics.md §1: an ack issued before a reset, clear or
-// recreate changed nothing, and the client must not be told it counted — the entry is
-// redelivered at the new epoch); state_full or an error → an error (the ack did not persist).
+// no effect; stale generation/epoch → stale (both answered success and counted: the issue's
+// wire contract, doc/cursor-semantics.md §1); state_full or an error → an error (the ack did
+// not persist, and the client is told so).
 void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
     if (!r) {
         done(nereus::error(r.error()));
@@ -50,7 +51,7 @@ void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
             return;
         case cursor::ack_status::stale_generation:
         case cursor::ack_status::stale_epoch:
-            done(nereus::error(proto::error_kind::not_allowed));
+            done(ack_outcome::stale);
             return;
         case cursor::ack_status::state_full:
             done(nereus::error(proto::error_kind::persistence_failure));
@@ -145,6 +146,15 @@ public:
             case seek_target::kind::to_time:
                 rt = cursor::reset_target::to_time(t.publish_time);
                 break;
+            case seek_target::kind::clear_backlog:
+            case seek_target::kind::skip: {
+                auto r =
+                    t.where == seek_target::kind::skip ? c_->skip(t.count) : c_->clear_backlog();
+                if (!r) {
+                    return nereus::error(r.error());
+                }
+                return from_fence(r->current);
+            }
         }
         auto r = c_->reset(rt);
         if (!r) {
@@ -165,6 +175,35 @@ public:
 
     std::uint64_t backlog() const override { return c_->backlog(); }
     void set_connected(bool connected) override { c_->set_connected(connected); }
+    void record_redelivery(std::uint64_t entry_id) override { c_->record_redelivery(entry_id); }
+    std::uint32_t redelivery_count(std::uint64_t entry_id) const override {
+        return c_->redelivery_count(entry_id);
+    }
+
+    cursor_details details() const override {
+        const auto snap = c_->snapshot();
+        cursor_details d;
+        d.mark_delete = snap.mark_delete;
+        d.read_position = std::max<std::uint64_t>(c_->read_position(), snap.mark_delete);
+        for (const auto& r : snap.ranges) {
+            d.acked_ranges.emplace_back(r.begin, r.end);
+        }
+        d.partly_acked_batches = snap.batches.size();
+        d.fence = ack_fence{snap.generation, snap.epoch};
+        d.state = cursor::to_string(snap.life);
+        d.spilled = snap.spilled;
+        d.root_version = snap.root_version;
+        d.properties = snap.properties;
+        return d;
+    }
+
+    result<void> set_properties(std::map<std::string, std::string> p) override {
+        auto r = c_->set_properties(std::move(p));
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        return {};
+    }
 
 private:
     std::shared_ptr<ledger::managed_cursor> c_;
@@ -226,7 +265,31 @@ public:
         if (!c) {
             return nereus::error(c.error());
         }
+        if (!durable && start.where == subscription_start::kind::at_entry &&
+            start.batch_index > 0 && (*c)->mark_delete() == start.entry_id) {
+            skip_batch_prefix(**c, start.entry_id, static_cast<std::uint32_t>(start.batch_index));
+        }
         return std::make_shared<ledger_cursor>(std::move(*c), id);
+    }
+
+    // A reader starting inside a batch: indexes below `index` of `entry` are marked acked in
+    // its (non-durable, in-memory) cursor, so the entry goes out with an ack_set skipping them.
+    void skip_batch_prefix(ledger::managed_cursor& c, std::uint64_t entry, std::uint32_t index) {
+        const auto info = l_->info();
+        auto rb =
+            streams_->read(storage::stream_id(info.stream_id), storage::offset(entry), 1, 1 << 20);
+        if (!rb || rb->empty()) {
+            return;
+        }
+        auto h = ledger::format::decode_entry_header((*rb)[0].payload);
+        if (!h || index >= h->batch_size || h->batch_size > cursor::batch_bits::max_size) {
+            return;  // not a batch, or the index is past it: start at the entry
+        }
+        auto acked = cursor::batch_bits::none_set(h->batch_size);
+        for (std::uint32_t i = 0; i < index; ++i) {
+            acked.set(i);
+        }
+        (void)c.ack_batch_index_sync(c.current_fence(), entry, std::move(acked));
     }
 
     result<void> delete_subscription(const std::string& name) override {
@@ -251,6 +314,12 @@ public:
         }
         return le;
     }
+
+    topic_details details() const override {
+        const auto info = l_->info();
+        return topic_details{info.ledger_id, info.start, info.end};
+    }
+    const std::shared_ptr<ledger::managed_ledger>& ledger() const { return l_; }
 
     // Idempotent: the server closes its open topics at stop, the backend every topic at close.
     result<void> close() override {
@@ -345,6 +414,113 @@ public:
             if (auto n = ledger::format::unescape_name(mid)) {
                 out.push_back(std::move(*n));
             }
+        }
+        return out;
+    }
+
+    // Order: cursors deleted (each durable, snapshots removed), the ledger closed (owner key
+    // released), then one multi erasing the registry, retention root and activity records (the
+    // topic is gone from here on), then the cursor tombstones and the stream. A crash after the
+    // multi leaves only unreferenced keys / a stream whose id is never reused.
+    result<void> delete_topic(const std::string& name) override {
+        auto opened = open_topic(name, false);
+        if (!opened) {
+            return nereus::error(opened.error());
+        }
+        std::shared_ptr<ledger_topic> t;
+        {
+            std::lock_guard lock(mu_);
+            if (auto it = topics_.find(name); it != topics_.end()) {
+                t = it->second;
+            }
+        }
+        if (!t) {
+            return nereus::error(proto::error_kind::topic_not_found);
+        }
+        // A failure up to here leaves the topic open and registered (some cursors deleted).
+        const auto& l = t->ledger();
+        for (const auto& c : l->cursor_names()) {
+            if (auto r = l->delete_cursor(c); !r) {
+                return r;
+            }
+        }
+        const auto info = l->info();
+        {
+            std::lock_guard lock(mu_);
+            topics_.erase(name);
+        }
+        if (auto r = t->close(); !r) {
+            return r;
+        }
+        const auto keys = ledger::format::ledger_keys::make(name);
+        std::vector<meta::op> ops;
+        for (const auto& k : {keys.registry, keys.retention, keys.activity}) {
+            ops.emplace_back(meta::erase{k, meta::any_version});
+        }
+        if (auto r = meta::multi_sync(*meta_, std::move(ops)); !r) {
+            return nereus::error(r.error());
+        }
+        if (auto recs =
+                meta::list_sync(*meta_, "cursors/" + std::to_string(info.ledger_id) + "/")) {
+            std::vector<meta::op> erase_cursors;
+            for (const auto& kr : *recs) {
+                erase_cursors.emplace_back(meta::erase{kr.key, meta::any_version});
+            }
+            if (!erase_cursors.empty()) {
+                (void)meta::multi_sync(*meta_, std::move(erase_cursors));
+            }
+        }
+        if (auto r = streams_->delete_stream(storage::stream_id(info.stream_id)); !r) {
+            NEREUS_LOG(broker_log(), warn, "topic deleted, its stream not: topic={} error={}", name,
+                       r.error().message());
+        }
+        NEREUS_LOG(broker_log(), info, "topic deleted topic={} ledger={}", name, info.ledger_id);
+        return {};
+    }
+
+    result<std::optional<std::string>> get_admin_record(const std::string& key) const override {
+        auto r = meta::get_sync(*meta_, std::string(admin_prefix) + key);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        if (!*r) {
+            return std::optional<std::string>();
+        }
+        return std::optional<std::string>((*r)->value);
+    }
+
+    result<bool> create_admin_record(const std::string& key, const std::string& value) override {
+        auto r = meta::create_sync(*meta_, std::string(admin_prefix) + key, value);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        return r->applied;
+    }
+
+    result<bool> remove_admin_record(const std::string& key) override {
+        auto cur = meta::get_sync(*meta_, std::string(admin_prefix) + key);
+        if (!cur) {
+            return nereus::error(cur.error());
+        }
+        if (!*cur) {
+            return false;
+        }
+        auto r = meta::remove_sync(*meta_, std::string(admin_prefix) + key, (*cur)->ver);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        return r->applied;
+    }
+
+    result<std::vector<std::pair<std::string, std::string>>> list_admin_records(
+        const std::string& prefix) const override {
+        auto recs = meta::list_sync(*meta_, std::string(admin_prefix) + prefix);
+        if (!recs) {
+            return nereus::error(recs.error());
+        }
+        std::vector<std::pair<std::string, std::string>> out;
+        for (auto& kr : *recs) {
+            out.emplace_back(kr.key.substr(admin_prefix.size()), std::move(kr.rec.value));
         }
         return out;
     }

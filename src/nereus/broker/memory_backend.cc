@@ -3,6 +3,7 @@
 #include "nereus/proto/server_error.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -84,8 +85,9 @@ public:
         ack_outcome o = ack_outcome::no_effect;
         {
             std::lock_guard lock(t_->mu);
-            if (f == fence_ && entry >= mdo_ && entry < t_->entries.size() &&
-                !acked_.contains(entry)) {
+            if (f != fence_) {
+                o = ack_outcome::stale;
+            } else if (entry >= mdo_ && entry < t_->entries.size() && !acked_.contains(entry)) {
                 const std::size_t words = (batch_size + 63) / 64;
                 auto& cur = partial_[entry];
                 if (cur.empty()) {
@@ -118,7 +120,9 @@ public:
         ack_outcome o = ack_outcome::no_effect;
         {
             std::lock_guard lock(t_->mu);
-            if (f == fence_ && entry >= mdo_ && entry < t_->entries.size()) {
+            if (f != fence_) {
+                o = ack_outcome::stale;
+            } else if (entry >= mdo_ && entry < t_->entries.size()) {
                 mdo_ = entry + 1;
                 acked_.erase(acked_.begin(), acked_.lower_bound(mdo_));
                 partial_.erase(partial_.begin(), partial_.lower_bound(mdo_));
@@ -152,11 +156,33 @@ public:
                     }
                 }
                 break;
+            case seek_target::kind::clear_backlog:
+                to = end;
+                break;
+            case seek_target::kind::skip: {
+                // The next `count` unacked entries from the mark-delete position.
+                to = mdo_;
+                for (std::uint64_t n = 0; n < target.count && to < end; ++to) {
+                    if (!acked_.contains(to)) {
+                        ++n;
+                    }
+                }
+                break;
+            }
         }
         mdo_ = to;
         read_ = to;
-        acked_.clear();
-        partial_.clear();
+        if (target.where == seek_target::kind::skip) {
+            // Skip acks a prefix: individual acks above it stay.
+            acked_.erase(acked_.begin(), acked_.lower_bound(mdo_));
+            partial_.erase(partial_.begin(), partial_.lower_bound(mdo_));
+            compact_locked();
+            read_ = mdo_;
+        } else {
+            acked_.clear();
+            partial_.clear();
+        }
+        redeliveries_.clear();
         ++fence_.epoch;
         return fence_;
     }
@@ -178,11 +204,52 @@ public:
         return end > mdo_ ? end - mdo_ - acked_.size() : 0;
     }
     void set_connected(bool) override {}
+    cursor_details details() const override {
+        std::lock_guard lock(t_->mu);
+        cursor_details d;
+        d.mark_delete = mdo_;
+        d.read_position = std::max(read_, mdo_);
+        for (auto e : acked_) {
+            if (!d.acked_ranges.empty() && d.acked_ranges.back().second == e) {
+                d.acked_ranges.back().second = e + 1;
+            } else {
+                d.acked_ranges.emplace_back(e, e + 1);
+            }
+        }
+        d.partly_acked_batches = partial_.size();
+        d.fence = fence_;
+        d.state = "ACTIVE";
+        d.properties = properties_;
+        return d;
+    }
+    result<void> set_properties(std::map<std::string, std::string> p) override {
+        std::lock_guard lock(t_->mu);
+        properties_ = std::move(p);
+        return {};
+    }
+    void record_redelivery(std::uint64_t entry_id) override {
+        std::lock_guard lock(t_->mu);
+        redeliveries_.erase(redeliveries_.begin(), redeliveries_.lower_bound(mdo_));
+        if (entry_id >= mdo_ && !acked_.contains(entry_id)) {
+            ++redeliveries_[entry_id];
+        }
+    }
+    std::uint32_t redelivery_count(std::uint64_t entry_id) const override {
+        std::lock_guard lock(t_->mu);
+        if (entry_id < mdo_ || acked_.contains(entry_id)) {
+            return 0;
+        }
+        const auto it = redeliveries_.find(entry_id);
+        return it == redeliveries_.end() ? 0 : it->second;
+    }
 
 private:
     // Requires: t_->mu held.
     ack_outcome ack_locked(ack_fence f, std::uint64_t entry) {
-        if (f != fence_ || entry < mdo_ || entry >= t_->entries.size() || acked_.contains(entry)) {
+        if (f != fence_) {
+            return ack_outcome::stale;
+        }
+        if (entry < mdo_ || entry >= t_->entries.size() || acked_.contains(entry)) {
             return ack_outcome::no_effect;
         }
         acked_.insert(entry);
@@ -205,6 +272,8 @@ private:
     std::uint64_t read_;  // next entry to read (in memory)
     std::set<std::uint64_t> acked_;
     std::map<std::uint64_t, std::vector<std::int64_t>> partial_;
+    std::map<std::uint64_t, std::uint32_t> redeliveries_;  // cleared by seek
+    std::map<std::string, std::string> properties_;
     ack_fence fence_{1, 1};
 };
 
@@ -224,6 +293,10 @@ public:
                 append_callback done) override {
         if (fail_appends_) {
             done(nereus::error(fail_appends_));
+            return;
+        }
+        if (deleted_.load()) {
+            done(nereus::error(proto::error_kind::topic_not_found));
             return;
         }
         position p;
@@ -262,6 +335,23 @@ public:
             }
         }
         auto c = std::make_shared<memory_cursor>(data_, ledger_id_, name, durable, at);
+        if (!durable && start.where == subscription_start::kind::at_entry &&
+            start.batch_index > 0 && at == start.entry_id) {
+            // A reader starting inside a batch: the indexes below it count as acked.
+            std::uint32_t size = 0;
+            {
+                std::lock_guard dl(data_->mu);
+                size = at < data_->entries.size() ? data_->entries[at].info.batch_size : 0;
+            }
+            const auto index = static_cast<std::uint32_t>(start.batch_index);
+            if (index < size) {
+                std::vector<std::int64_t> remaining((size + 63) / 64, 0);
+                for (std::uint32_t i = index; i < size; ++i) {
+                    remaining[i / 64] |= std::int64_t(std::uint64_t{1} << (i % 64));
+                }
+                c->ack_batch_index(c->current_fence(), at, size, remaining, [](auto) {});
+            }
+        }
         if (durable) {
             subs_.emplace(name, c);
         }
@@ -294,6 +384,13 @@ public:
                                data_->entries.back().info.batch_size};
     }
 
+    topic_details details() const override {
+        std::lock_guard lock(data_->mu);
+        return topic_details{ledger_id_, 0, data_->entries.size()};
+    }
+    // Admin delete: later appends through a store still held elsewhere fail.
+    void mark_deleted() { deleted_ = true; }
+
     result<void> close() override { return {}; }
 
 private:
@@ -301,6 +398,7 @@ private:
     const std::uint64_t ledger_id_;
     const std::error_code fail_appends_;
     std::shared_ptr<topic_data> data_;
+    std::atomic<bool> deleted_{false};
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<memory_cursor>> subs_;
 };
@@ -331,10 +429,48 @@ public:
         return out;
     }
 
+    result<void> delete_topic(const std::string& name) override {
+        std::lock_guard lock(mu_);
+        auto it = topics_.find(name);
+        if (it == topics_.end()) {
+            return nereus::error(proto::error_kind::topic_not_found);
+        }
+        it->second->mark_deleted();
+        topics_.erase(it);
+        return {};
+    }
+
+    result<std::optional<std::string>> get_admin_record(const std::string& key) const override {
+        std::lock_guard lock(mu_);
+        if (auto it = records_.find(key); it != records_.end()) {
+            return it->second;
+        }
+        return std::optional<std::string>();
+    }
+    result<bool> create_admin_record(const std::string& key, const std::string& value) override {
+        std::lock_guard lock(mu_);
+        return records_.emplace(key, value).second;
+    }
+    result<bool> remove_admin_record(const std::string& key) override {
+        std::lock_guard lock(mu_);
+        return records_.erase(key) > 0;
+    }
+    result<std::vector<std::pair<std::string, std::string>>> list_admin_records(
+        const std::string& prefix) const override {
+        std::lock_guard lock(mu_);
+        std::vector<std::pair<std::string, std::string>> out;
+        for (auto it = records_.lower_bound(prefix);
+             it != records_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+            out.emplace_back(it->first, it->second);
+        }
+        return out;
+    }
+
 private:
     const memory_backend_options options_;
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<memory_topic>> topics_;
+    std::map<std::string, std::string> records_;  // admin records
     std::uint64_t next_ledger_id_ = 1;
 };
 

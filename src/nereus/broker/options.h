@@ -37,6 +37,11 @@ struct broker_options {
     std::size_t dispatch_batch = 256;
     // A consumer stops receiving while it holds this many unacked messages (Pulsar's default).
     std::uint32_t max_unacked_per_consumer = 50'000;
+    // Key_Shared look-ahead: entries (and their bytes) the dispatcher holds in memory while
+    // they wait for a slot held by another consumer or not covered by any; other keys keep
+    // flowing until either bound is reached, then reading stops until acks free slots.
+    std::size_t key_shared_max_waiting = 20'000;
+    std::size_t key_shared_max_waiting_bytes = std::size_t{64} << 20;
 
     bool auto_create_topics = true;
 };

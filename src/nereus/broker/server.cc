@@ -207,4 +207,12 @@ const broker_options& server::options() const {
     return impl_->options;
 }
 
+topic_registry& server::topics() {
+    return impl_->topics;
+}
+
+std::string server::service_url() const {
+    return impl_->ctx ? impl_->ctx->service_url : std::string();
+}
+
 }  // namespace nereus::broker

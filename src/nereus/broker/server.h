@@ -17,8 +17,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace nereus::broker {
+
+class topic_registry;
 
 class server {
 public:
@@ -39,6 +42,11 @@ public:
     std::uint16_t port() const;
     std::size_t connection_count() const;
     const broker_options& options() const;
+
+    // For the admin API (same process): the topic registry (thread-safe, lives as long as the
+    // server) and the pulsar://host:port this server advertises (valid after start()).
+    topic_registry& topics();
+    std::string service_url() const;
 
 private:
     struct impl;

@@ -10,7 +10,7 @@
 
 namespace nereus::broker {
 
-int run_standalone(const standalone_options& o) {
+int run_standalone(const standalone_options& o, standalone_service_factory extra) {
     // Block the stop signals in every thread (the ones started below inherit the mask) and
     // take them synchronously here, so no handler runs inside the io or storage threads.
     sigset_t stop_signals;
@@ -31,6 +31,13 @@ int run_standalone(const standalone_options& o) {
     bo.bind_address = o.bind_address;
     bo.port = o.port;
     bo.io_threads = o.io_threads;
+    bo.advertised_host = o.advertised_address;
+    bo.max_message_size = o.max_message_size;
+    bo.auto_create_topics = o.auto_create_topics;
+    bo.max_unacked_per_consumer = o.max_unacked_per_consumer;
+    bo.keepalive_interval = std::chrono::seconds(o.keepalive_interval_s);
+    bo.stop_timeout = std::chrono::milliseconds(o.stop_timeout_ms);
+    bo.dispatch_batch = o.dispatch_batch;
     server srv(bo, **backend);
     if (auto r = srv.start(); !r) {
         std::fprintf(stderr, "nereus standalone: cannot listen on %s:%u: %s\n",
@@ -39,14 +46,32 @@ int run_standalone(const standalone_options& o) {
         (void)(*backend)->close();
         return 1;
     }
-    NEREUS_LOG(broker_log(), info,
-               "nereus standalone serving pulsar://{}:{} data-dir={} (admin REST on {} not "
-               "served yet)",
-               o.bind_address, srv.port(), o.data_dir, o.http_port);
+    std::unique_ptr<standalone_service> service;
+    if (extra) {
+        auto made = extra(srv, **backend, o);
+        result<void> started = made ? (*made)->start() : result<void>(nereus::error(made.error()));
+        if (!started) {
+            // Fatal, as in Pulsar: a broker whose admin API is silently missing would mislead
+            // every tool and health check pointed at it.
+            std::fprintf(stderr,
+                         "nereus standalone: cannot serve the admin REST API on %s:%u: %s\n",
+                         o.bind_address.c_str(), static_cast<unsigned>(o.http_port),
+                         started.error().message().c_str());
+            srv.stop();
+            (void)(*backend)->close();
+            return 1;
+        }
+        service = std::move(*made);
+    }
+    NEREUS_LOG(broker_log(), info, "nereus standalone serving pulsar://{}:{} data-dir={}",
+               o.bind_address, srv.port(), o.data_dir);
     int sig = 0;
     while (sigwait(&stop_signals, &sig) != 0) {
     }
     NEREUS_LOG(broker_log(), info, "signal {} received: stopping", sig);
+    if (service) {
+        service->stop();
+    }
     srv.stop();
     if (auto r = (*backend)->close(); !r) {
         NEREUS_LOG(broker_log(), err, "closing the data directory failed: {}", r.error().message());

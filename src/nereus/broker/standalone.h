@@ -5,7 +5,11 @@
 // clients closed, ledgers and stores closed).
 // Thread-safety: call once, from the main thread, before other threads exist.
 
+#include "nereus/base/result.h"
+
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace nereus::broker {
@@ -14,11 +18,35 @@ struct standalone_options {
     std::string data_dir = "./data";
     std::string bind_address = "127.0.0.1";
     std::uint16_t port = 6650;
-    std::uint16_t http_port = 8080;  // admin REST: not served yet (next slice)
+    std::uint16_t http_port = 8080;  // admin REST (src/nereus/admin), on bind_address
     unsigned io_threads = 4;
+
+    // Tuning, also settable in the --config file (config.h lists the keys).
+    std::string advertised_address;  // host in LOOKUP answers; empty: bind_address
+    std::uint32_t max_message_size = 5 * 1024 * 1024;
+    bool auto_create_topics = true;
+    std::uint32_t max_unacked_per_consumer = 50'000;
+    std::uint32_t keepalive_interval_s = 30;
+    std::uint32_t stop_timeout_ms = 5'000;
+    std::uint32_t dispatch_batch = 256;
 };
 
+class server;
+class topic_backend;
+
+// A service run beside the broker (the admin REST API, which lives in a module above this one,
+// so the CLI passes it in): started once the broker listens, stopped before the broker stops.
+class standalone_service {
+public:
+    virtual ~standalone_service() = default;
+    [[nodiscard]] virtual result<void> start() = 0;
+    virtual void stop() = 0;
+};
+using standalone_service_factory = std::function<result<std::unique_ptr<standalone_service>>(
+    server&, topic_backend&, const standalone_options&)>;
+
 // Returns the process exit status: 0 after a graceful stop, 1 when the broker cannot start.
-int run_standalone(const standalone_options& options);
+// `extra` failing to start is logged and the broker serves without it.
+int run_standalone(const standalone_options& options, standalone_service_factory extra = {});
 
 }  // namespace nereus::broker

@@ -6,8 +6,8 @@
 #include "nereus/proto/server_error.h"
 
 #include <algorithm>
+#include <bitset>
 #include <boost/asio/post.hpp>
-#include <set>
 
 namespace nereus::broker {
 
@@ -60,8 +60,8 @@ std::uint32_t murmur3_32(const std::byte* data, std::size_t len) {
     return h;
 }
 
-// The Key_Shared slot of a stored entry: ordering_key, else partition_key, else the empty key;
-// an entry whose metadata cannot be read goes to slot 0.
+// The Key_Shared slot of a stored entry: ordering_key, else partition_key, else "NONE_KEY"
+// (Pulsar's sticky key); an entry whose metadata cannot be read goes to slot 0.
 std::int32_t key_slot(const std::vector<std::byte>& stored) {
     std::size_t at = 0;
     if (stored.size() >= 2 && proto::detail::load_be16(stored.data()) == proto::magic_crc32c) {
@@ -79,7 +79,11 @@ std::int32_t key_slot(const std::vector<std::byte>& stored) {
     if (!md.ParsePartialFromArray(stored.data() + at, static_cast<int>(n))) {
         return 0;
     }
-    const std::string& key = md.has_ordering_key() ? md.ordering_key() : md.partition_key();
+    static const std::string none_key = "NONE_KEY";
+    const std::string& key = md.has_ordering_key()    ? md.ordering_key()
+                             : md.has_partition_key() ? md.partition_key()
+                                                      : none_key;
+    // Pulsar masks the sign bit first; modulo 2^16 that changes nothing.
     const auto h = murmur3_32(reinterpret_cast<const std::byte*>(key.data()), key.size());
     return static_cast<std::int32_t>(h % key_slots);
 }
@@ -116,6 +120,18 @@ result<void> subscription::add_consumer(const std::shared_ptr<consumer>& c) {
             if (type_ == sub_type::exclusive) {
                 return nereus::error(proto::error_kind::consumer_busy);
             }
+            if (type_ == sub_type::key_shared && c->ks_mode != ks_mode_) {
+                return nereus::error(proto::error_kind::consumer_busy);  // as Pulsar
+            }
+        } else {
+            split_ranges_.clear();
+            sticky_ranges_.clear();
+            ks_mode_ = c->ks_mode;
+        }
+        if (c->type == sub_type::key_shared) {
+            if (auto r = ks_attach_locked(*c); !r) {
+                return r;
+            }
         }
         type_ = c->type;
         consumers_.push_back(c);
@@ -136,6 +152,7 @@ std::size_t subscription::remove_consumer(const consumer& c) {
     }
     const auto keep = *it;  // `c` stays valid while we clean up
     consumers_.erase(it);
+    ks_detach_locked(c);
     release_pending_locked(&c, {});
     if (consumers_.empty()) {
         cursor_->set_connected(false);
@@ -222,6 +239,7 @@ void subscription::rewind_locked() {
     cursor_->rewind();
     buffer_.clear();
     buffer_pos_ = 0;
+    waiting_bytes_ = 0;
 }
 
 void subscription::release_pending_locked(const consumer* owner,
@@ -233,7 +251,8 @@ void subscription::release_pending_locked(const consumer* owner,
             (only.empty() || std::find(only.begin(), only.end(), it->first) != only.end());
         if (match) {
             if (type_ == sub_type::shared || type_ == sub_type::key_shared) {
-                ++redelivery_[it->first];
+                // Kept by the cursor: written with its next CAS, survives a restart.
+                cursor_->record_redelivery(it->first);
             }
             ++redeliveries_;
             for (auto& p : consumers_) {
@@ -302,69 +321,181 @@ void subscription::deliver_locked(consumer& c, const dispatch_entry& e, std::int
     c.unacked += messages;
     add_pending_locked(e.pos.entry_id, pending{&c, e.fence, e.batch_size, messages, slot});
     ++dispatched_;
-    std::uint32_t redeliveries = 0;
-    if (auto it = redelivery_.find(e.pos.entry_id); it != redelivery_.end()) {
-        redeliveries = it->second;
-    }
+    // Counted on Shared/Key_Shared only (Exclusive/Failover report 0, as Pulsar).
+    const std::uint32_t redeliveries = type_ == sub_type::shared || type_ == sub_type::key_shared
+                                           ? cursor_->redelivery_count(e.pos.entry_id)
+                                           : 0;
     if (auto s = c.sink.lock()) {
         s->deliver(c.id, e, redeliveries);
     }
+}
+
+result<void> subscription::ks_attach_locked(consumer& c) {
+    if (ks_mode_ == key_shared_mode::sticky) {
+        // Pulsar's HashRangeExclusiveStickyKeyConsumerSelector: the client's ranges, none
+        // overlapping a range already taken (its own included).
+        if (c.ks_ranges.empty()) {
+            return nereus::error(proto::error_kind::consumer_assign_failed);
+        }
+        auto next = sticky_ranges_;
+        for (const auto& r : c.ks_ranges) {
+            if (r.start < 0 || r.start > r.end) {
+                return nereus::error(proto::error_kind::consumer_assign_failed);
+            }
+            // Taken ranges are disjoint and sorted: only the last one starting at or before
+            // r.end can reach into r.
+            const auto after = next.upper_bound(r.end);
+            if (after != next.begin() && std::prev(after)->second.first >= r.start) {
+                return nereus::error(proto::error_kind::consumer_assign_failed);
+            }
+            next.emplace(r.start, std::pair{r.end, &c});
+        }
+        sticky_ranges_ = std::move(next);
+        return {};
+    }
+    // Pulsar's HashRangeAutoSplitStickyKeyConsumerSelector: the first consumer takes
+    // everything; a new one splits the biggest range (the lowest of equal ones) and takes its
+    // lower half.
+    if (split_ranges_.empty()) {
+        split_ranges_.emplace(key_slots, &c);
+        return {};
+    }
+    std::int32_t biggest = key_slots;
+    std::int32_t size = 0;
+    std::int32_t lower = 0;
+    for (const auto& [bound, owner] : split_ranges_) {
+        (void)owner;
+        if (bound - lower > size) {
+            size = bound - lower;
+            biggest = bound;
+        }
+        lower = bound;
+    }
+    if (size <= 1) {
+        return nereus::error(proto::error_kind::consumer_assign_failed);
+    }
+    split_ranges_.emplace(biggest - (size >> 1), &c);
+    return {};
+}
+
+void subscription::ks_detach_locked(const consumer& c) {
+    std::erase_if(sticky_ranges_, [&](const auto& kv) { return kv.second.second == &c; });
+    for (auto it = split_ranges_.begin(); it != split_ranges_.end(); ++it) {
+        if (it->second != &c) {
+            continue;
+        }
+        if (it->first == key_slots && split_ranges_.size() > 1) {
+            // The top range goes to the consumer below it (Pulsar), whose range merges in.
+            const auto below = std::prev(it);
+            it->second = below->second;
+            split_ranges_.erase(below);
+        } else {
+            split_ranges_.erase(it);  // the range above takes it over
+        }
+        break;
+    }
+}
+
+consumer* subscription::ks_select_locked(std::int32_t slot) const {
+    if (ks_mode_ == key_shared_mode::sticky) {
+        auto it = sticky_ranges_.upper_bound(slot);
+        if (it == sticky_ranges_.begin()) {
+            return nullptr;
+        }
+        --it;
+        return it->second.first >= slot ? it->second.second : nullptr;
+    }
+    const auto it = split_ranges_.lower_bound(slot);
+    return it == split_ranges_.end() ? nullptr : it->second;
 }
 
 void subscription::dispatch_key_shared_locked() {
     const auto eligible = [&](const consumer& c) {
         return c.permits > 0 && c.unacked < options_.max_unacked_per_consumer;
     };
+    if (buffer_.empty()) {
+        waiting_bytes_ = 0;  // the buffer may have been cleared elsewhere
+    }
     for (int rounds = 0; rounds < 64; ++rounds) {
         if (consumers_.empty()) {
             return;
         }
-        // Read more while the buffer (entries waiting for their slot or owner) is small.
-        if (buffer_.size() < options_.dispatch_batch) {
-            std::int64_t total = 0;
-            for (auto& p : consumers_) {
-                total += eligible(*p) ? p->permits : 0;
-            }
-            if (total > 0) {
-                auto r = cursor_->read(std::min<std::size_t>(options_.dispatch_batch,
-                                                             static_cast<std::size_t>(total)));
-                if (!r) {
-                    NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
-                               r.error().message());
-                    return;
-                }
-                for (auto& e : *r) {
-                    if (!pending_.contains(e.pos.entry_id)) {
-                        buffer_.push_back(std::move(e));
-                    }
-                }
-            }
+        // 1. Hand out what waits, in read order. An entry waits while its slot is held by
+        //    another consumer (unacked entries of the key), no consumer covers its slot, or its
+        //    owner has no permits; a waiting entry keeps the later ones of its slot waiting
+        //    (per-key order), never the other keys.
+        std::size_t able = 0;
+        for (const auto& p : consumers_) {
+            able += eligible(*p) ? 1 : 0;
         }
-        const std::size_t n = consumers_.size();
-        std::vector<dispatch_entry> kept;
-        std::set<std::int32_t> blocked;  // keeps per-slot order within this pass
-        bool delivered = false;
-        for (auto& e : buffer_) {
-            const std::int32_t slot = key_slot(*e.data);
-            const std::size_t owner_index =
-                static_cast<std::size_t>(slot) * n / static_cast<std::size_t>(key_slots);
-            consumer& owner = *consumers_[owner_index];
-            const auto hold = slots_.find(slot);
-            const bool held_elsewhere = hold != slots_.end() && hold->second.holder != &owner;
-            if (blocked.contains(slot) || held_elsewhere || !eligible(owner)) {
-                blocked.insert(slot);
-                kept.push_back(std::move(e));
+        std::bitset<key_slots> blocked;
+        std::size_t keep = 0;
+        for (std::size_t i = 0; i < buffer_.size(); ++i) {
+            if (able == 0) {
+                std::move(buffer_.begin() + static_cast<std::ptrdiff_t>(i), buffer_.end(),
+                          buffer_.begin() + static_cast<std::ptrdiff_t>(keep));
+                keep += buffer_.size() - i;
+                break;
+            }
+            dispatch_entry& e = buffer_[i];
+            const auto slot = static_cast<std::size_t>(e.key_slot);
+            consumer* owner = blocked.test(slot) ? nullptr : ks_select_locked(e.key_slot);
+            if (owner != nullptr) {
+                const auto hold = slots_.find(e.key_slot);
+                if ((hold != slots_.end() && hold->second.holder != owner) || !eligible(*owner)) {
+                    owner = nullptr;
+                }
+            }
+            if (owner == nullptr) {
+                blocked.set(slot);
+                if (keep != i) {
+                    buffer_[keep] = std::move(e);
+                }
+                ++keep;
                 continue;
             }
-            deliver_locked(owner, e, slot);
-            delivered = true;
+            waiting_bytes_ -= std::min(waiting_bytes_, e.data ? e.data->size() : 0);
+            deliver_locked(*owner, e, e.key_slot);
+            if (!eligible(*owner)) {
+                --able;
+            }
         }
-        buffer_ = std::move(kept);
+        buffer_.erase(buffer_.begin() + static_cast<std::ptrdiff_t>(keep), buffer_.end());
         buffer_pos_ = 0;
-        if (!delivered) {
+
+        // 2. Read on past the waiting entries, up to the look-ahead bound
+        //    (key_shared_max_waiting entries / key_shared_max_waiting_bytes): beyond it reading
+        //    stops until acks or releases free slots (doc/broker.md).
+        std::int64_t total = 0;
+        for (const auto& p : consumers_) {
+            total += eligible(*p) ? p->permits : 0;
+        }
+        if (total <= 0 || buffer_.size() >= options_.key_shared_max_waiting ||
+            waiting_bytes_ >= options_.key_shared_max_waiting_bytes) {
             return;
         }
+        const std::size_t want =
+            std::min({options_.dispatch_batch, options_.key_shared_max_waiting - buffer_.size(),
+                      static_cast<std::size_t>(total)});
+        auto r = cursor_->read(want);
+        if (!r) {
+            NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
+                       r.error().message());
+            return;
+        }
+        if (r->empty()) {
+            return;
+        }
+        for (auto& e : *r) {
+            if (pending_.contains(e.pos.entry_id)) {
+                continue;
+            }
+            e.key_slot = key_slot(*e.data);
+            waiting_bytes_ += e.data->size();
+            buffer_.push_back(std::move(e));
+        }
     }
+    // Still more to do: continue in a later round so one subscription cannot hog an io thread.
     notify_new_entries();
 }
 
@@ -530,10 +661,16 @@ void subscription::ack(const consumer& c,
             }
         }
         if (r) {
-            if (*r == ack_outcome::applied) {
-                ++self->acks_applied_;
-            } else {
-                ++self->acks_no_effect_;
+            switch (*r) {
+                case ack_outcome::applied:
+                    ++self->acks_applied_;
+                    break;
+                case ack_outcome::no_effect:
+                    ++self->acks_no_effect_;
+                    break;
+                case ack_outcome::stale:
+                    ++self->acks_stale_;
+                    break;
             }
         }
         if (cb) {
@@ -589,8 +726,11 @@ result<void> subscription::seek(const seek_target& target) {
         closed.swap(consumers_);
         pending_.clear();
         slots_.clear();
+        split_ranges_.clear();
+        sticky_ranges_.clear();
         buffer_.clear();
         buffer_pos_ = 0;
+        waiting_bytes_ = 0;
         for (auto& p : closed) {
             if (auto s = p->sink.lock()) {
                 s->close_consumer_by_broker(p->id);
@@ -603,7 +743,6 @@ result<void> subscription::seek(const seek_target& target) {
         return nereus::error(r.error());
     }
     std::lock_guard lock(mu_);
-    redelivery_.clear();
     buffer_.clear();
     buffer_pos_ = 0;
     return {};
@@ -620,12 +759,53 @@ result<void> subscription::check_unsubscribe(const consumer& c) const {
 }
 
 subscription_stats subscription::stats() const {
-    return {acks_applied_.load(), acks_no_effect_.load(), dispatched_.load(), redeliveries_.load()};
+    subscription_stats st;
+    st.acks_applied = acks_applied_.load();
+    st.acks_no_effect = acks_no_effect_.load();
+    st.acks_stale = acks_stale_.load();
+    st.messages_dispatched = dispatched_.load();
+    st.redeliveries = redeliveries_.load();
+    return st;
 }
 
 std::int64_t subscription::permits_of(const consumer& c) const {
     std::lock_guard lock(mu_);
     return c.permits;
+}
+
+sub_type subscription::type() const {
+    std::lock_guard lock(mu_);
+    return type_;
+}
+
+std::vector<subscription::consumer_view> subscription::consumer_views() const {
+    std::lock_guard lock(mu_);
+    std::vector<consumer_view> out;
+    for (const auto& c : consumers_) {
+        out.push_back({c->id, c->name, c->priority, c->permits, c->unacked});
+    }
+    return out;
+}
+
+// Keep in step with the first half of seek(): the same dispatcher state is dropped.
+void subscription::disconnect_consumers() {
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<consumer>> closed;
+    closed.swap(consumers_);
+    pending_.clear();
+    slots_.clear();
+    split_ranges_.clear();
+    sticky_ranges_.clear();
+    buffer_.clear();
+    buffer_pos_ = 0;
+    waiting_bytes_ = 0;
+    for (auto& p : closed) {
+        if (auto s = p->sink.lock()) {
+            s->close_consumer_by_broker(p->id);
+        }
+    }
+    cursor_->set_connected(false);
+    cursor_->rewind();
 }
 
 }  // namespace nereus::broker

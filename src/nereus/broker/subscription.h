@@ -6,13 +6,16 @@
 // message-counted permits (FLOW adds them). Dispatch reads entries from the cursor's in-memory read
 // position (which skips acked entries) and hands each entry to one consumer with permits: the
 // active consumer (Exclusive/Failover: priority, then name) or round-robin (Shared) or the owner of
-// the key's hash slot (Key_Shared: the 2^16 slots are split evenly over the consumers in attach
-// order; a slot whose unacked entries are still held by another consumer waits until they are acked
-// or released, so one key is with one consumer at a time and per-key order survives consumer
-// changes). Delivered-but-unacked entries are "pending" on their consumer; when a consumer goes
-// away, or asks for redelivery, its pending entries are released, their redelivery count goes up,
-// and the cursor rewinds to the mark-delete position (pending entries of other consumers are
-// skipped on the re-read, so nothing is delivered twice at once).
+// the key's hash slot (Key_Shared: Pulsar's selectors — AUTO_SPLIT splits the biggest range for
+// each new consumer, STICKY takes the client's ranges; a slot whose unacked entries are still held
+// by another consumer, or that no consumer covers, waits, so one key is with one consumer at a
+// time and per-key order survives consumer changes; other keys keep flowing past waiting entries
+// up to broker_options::key_shared_max_waiting[_bytes]). Delivered-but-unacked entries are
+// "pending" on their consumer; when a consumer goes away, or asks for redelivery, its pending
+// entries are released, their redelivery count goes up in the cursor (Shared/Key_Shared; it rides
+// the cursor's next CAS and survives a restart), and the cursor rewinds to the mark-delete
+// position (pending entries of other consumers are skipped on the re-read, so nothing is
+// delivered twice at once).
 //
 // Ownership: owned by its topic (shared_ptr); consumers are shared with their connection.
 //   Sinks are held weakly (a closed connection simply stops receiving).
@@ -42,6 +45,16 @@ namespace nereus::broker {
 enum class sub_type : std::int32_t { exclusive = 0, shared = 1, failover = 2, key_shared = 3 };
 const char* to_string(sub_type t) noexcept;
 
+// KeySharedMeta.keySharedMode (Pulsar's numbering).
+enum class key_shared_mode : std::int32_t { auto_split = 0, sticky = 1 };
+
+// A Key_Shared hash range, inclusive at both ends, over the slots 0..65535 (Murmur3-32 of the
+// key modulo 2^16).
+struct hash_range {
+    std::int32_t start = 0;
+    std::int32_t end = 0;
+};
+
 // Where a subscription delivers: implemented by the connection. Every call only enqueues work
 // on the connection's strand (or does it at once when already on it); none blocks.
 class consumer_sink {
@@ -61,6 +74,10 @@ struct consumer {
     std::int32_t priority = 0;
     sub_type type = sub_type::exclusive;
     std::weak_ptr<consumer_sink> sink;
+    // Key_Shared: the mode from SUBSCRIBE's keySharedMeta (absent: AUTO_SPLIT) and, STICKY,
+    // the client's hash ranges.
+    key_shared_mode ks_mode = key_shared_mode::auto_split;
+    std::vector<hash_range> ks_ranges;
     // Guarded by the subscription's mutex.
     std::int64_t permits = 0;
     std::uint64_t unacked = 0;  // messages delivered and not acked
@@ -77,7 +94,8 @@ struct ack_id {
 
 struct subscription_stats {
     std::uint64_t acks_applied = 0;
-    std::uint64_t acks_no_effect = 0;  // already acked / stale / beyond the end
+    std::uint64_t acks_no_effect = 0;  // already acked / beyond the end / ignored cumulative
+    std::uint64_t acks_stale = 0;      // stale generation or ackStateEpoch (answered success)
     std::uint64_t messages_dispatched = 0;
     std::uint64_t redeliveries = 0;
 };
@@ -94,8 +112,9 @@ public:
     const std::string& name() const { return name_; }
     bool durable() const { return cursor_->durable(); }
 
-    // Attaches a consumer. Errors: consumer_busy (Exclusive taken, or another sub type
-    // attached).
+    // Attaches a consumer. Errors: consumer_busy (Exclusive taken, or another sub type or
+    // Key_Shared mode attached); consumer_assign_failed (Key_Shared: STICKY ranges empty,
+    // inverted or overlapping another consumer's, or AUTO_SPLIT has no range left to split).
     [[nodiscard]] result<void> add_consumer(const std::shared_ptr<consumer>& c);
     // Detaches; its unacked messages become available to the others. Returns the number of
     // consumers left.
@@ -119,10 +138,30 @@ public:
     // Errors: consumer_busy when other consumers are attached.
     [[nodiscard]] result<void> check_unsubscribe(const consumer& c) const;
 
+    // Non-durable: parked by a seek (kept without consumers for the reader's reconnect); the
+    // topic clears it when a consumer comes back, and drops parked ones left without one.
+    void set_parked(bool parked) { parked_.store(parked); }
+    bool parked() const { return parked_.load(); }
+
     std::optional<position> mark_delete_position() const { return cursor_->mark_delete_position(); }
     std::uint64_t backlog() const { return cursor_->backlog(); }
     subscription_stats stats() const;
     std::int64_t permits_of(const consumer& c) const;
+
+    // Admin API (src/nereus/admin): the cursor (internalStats, properties), a copy of the
+    // consumers' state taken under the mutex (stats), and disconnecting every consumer
+    // (CLOSE_CONSUMER first, as seek does) without touching the cursor (delete with force).
+    struct consumer_view {
+        std::uint64_t id = 0;
+        std::string name;
+        std::int32_t priority = 0;
+        std::int64_t permits = 0;
+        std::uint64_t unacked = 0;
+    };
+    subscription_cursor& cursor() const { return *cursor_; }
+    sub_type type() const;
+    std::vector<consumer_view> consumer_views() const;
+    void disconnect_consumers();
 
 private:
     struct pending {
@@ -145,6 +184,10 @@ private:
     void release_pending_locked(const consumer* owner, std::span<const std::uint64_t> only);
     void rewind_locked();
     void dispatch_key_shared_locked();
+    // Key_Shared consumer selection (Pulsar's selectors; see doc/broker.md).
+    result<void> ks_attach_locked(consumer& c);
+    void ks_detach_locked(const consumer& c);
+    consumer* ks_select_locked(std::int32_t slot) const;
     void add_pending_locked(std::uint64_t entry, const pending& p);
     std::map<std::uint64_t, pending>::iterator erase_pending_locked(
         std::map<std::uint64_t, pending>::iterator it);
@@ -154,21 +197,30 @@ private:
     boost::asio::any_io_executor ex_;
     const broker_options& options_;
     std::atomic<bool> dispatch_scheduled_{false};
+    std::atomic<bool> parked_{false};
 
     mutable std::mutex mu_;
-    sub_type type_ = sub_type::exclusive;                // guarded by mu_
-    std::vector<std::shared_ptr<consumer>> consumers_;   // guarded by mu_, attach order
-    std::size_t round_robin_ = 0;                        // guarded by mu_
-    std::vector<dispatch_entry> buffer_;                 // read, not yet handed out
-    std::size_t buffer_pos_ = 0;                         // guarded by mu_
-    std::map<std::uint64_t, pending> pending_;           // guarded by mu_
-    std::map<std::uint64_t, std::uint32_t> redelivery_;  // guarded by mu_ (memory only)
+    sub_type type_ = sub_type::exclusive;               // guarded by mu_
+    std::vector<std::shared_ptr<consumer>> consumers_;  // guarded by mu_, attach order
+    std::size_t round_robin_ = 0;                       // guarded by mu_
+    std::vector<dispatch_entry> buffer_;                // read, not yet handed out
+    std::size_t buffer_pos_ = 0;                        // guarded by mu_
+    std::map<std::uint64_t, pending> pending_;          // guarded by mu_
     // Key_Shared: which consumer holds unacked entries of a hash slot (per-key order).
     std::map<std::int32_t, slot_hold> slots_;  // guarded by mu_
+    // Key_Shared selector, guarded by mu_. AUTO_SPLIT: range upper bound -> owner, a range
+    // covering (previous bound, bound] (the first from 0); bounds go up to 65536 as in Pulsar.
+    // STICKY: range start -> (inclusive end, owner).
+    key_shared_mode ks_mode_ = key_shared_mode::auto_split;
+    std::map<std::int32_t, consumer*> split_ranges_;
+    std::map<std::int32_t, std::pair<std::int32_t, consumer*>> sticky_ranges_;
+    // Key_Shared: bytes of the entries waiting in buffer_ (guarded by mu_).
+    std::size_t waiting_bytes_ = 0;
     // Counters are atomics: ack completions update them on storage threads without the mutex
     // (an io thread may hold mu_ while it waits for storage).
     std::atomic<std::uint64_t> acks_applied_{0};
     std::atomic<std::uint64_t> acks_no_effect_{0};
+    std::atomic<std::uint64_t> acks_stale_{0};
     std::atomic<std::uint64_t> dispatched_{0};
     std::atomic<std::uint64_t> redeliveries_{0};
 };

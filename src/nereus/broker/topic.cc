@@ -102,16 +102,21 @@ void topic::remove_producer(std::uint64_t token) {
 void topic::append(std::span<const std::byte> entry,
                    const append_info& info,
                    append_callback done) {
-    store_->append(entry, info,
-                   [self = shared_from_this(), done = std::move(done)](result<position> r) {
-                       const bool ok = r.has_value();
-                       done(std::move(r));
-                       if (ok) {
-                           // Completions run on a storage thread: wake the dispatchers from an io
-                           // thread.
-                           boost::asio::post(self->ex_, [self] { self->notify_subscriptions(); });
-                       }
-                   });
+    store_->append(
+        entry, info,
+        [self = shared_from_this(), done = std::move(done),
+         counts = std::pair<std::uint64_t, std::uint64_t>(
+             std::max<std::uint32_t>(1, info.batch_size), entry.size())](result<position> r) {
+            const bool ok = r.has_value();
+            done(std::move(r));
+            if (ok) {
+                self->msg_in_ += counts.first;
+                self->bytes_in_ += counts.second;
+                // Completions run on a storage thread: wake the dispatchers from an io
+                // thread.
+                boost::asio::post(self->ex_, [self] { self->notify_subscriptions(); });
+            }
+        });
 }
 
 void topic::notify_subscriptions() {
@@ -136,7 +141,14 @@ result<std::shared_ptr<subscription>> topic::subscribe(const std::string& name,
         if (it->second->durable() != durable) {
             return nereus::error(proto::error_kind::consumer_busy);
         }
+        it->second->set_parked(false);  // a reader reconnecting after its seek
         return it->second;
+    }
+    if (!durable) {
+        // Readers that seeked and never came back: drop their parked cursors.
+        std::erase_if(subscriptions_, [](const auto& kv) {
+            return kv.second->parked() && kv.second->consumer_count() == 0;
+        });
     }
     auto c = store_->open_subscription(name, start, durable);
     if (!c) {
@@ -176,13 +188,16 @@ topic_registry::topic_registry(topic_backend& backend,
                                const broker_options& options)
     : backend_(backend), ex_(std::move(ex)), options_(options) {}
 
-result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name, bool create) {
+result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name,
+                                                    bool create,
+                                                    bool explicit_create) {
     const std::string full = name.full();
     std::lock_guard lock(mu_);
     if (auto it = topics_.find(full); it != topics_.end()) {
         return it->second;
     }
-    auto store = backend_.open_topic(full, create && options_.auto_create_topics);
+    auto store =
+        backend_.open_topic(full, create && (options_.auto_create_topics || explicit_create));
     if (!store) {
         return nereus::error(store.error());
     }
@@ -201,6 +216,52 @@ std::vector<std::string> topic_registry::topics_in_namespace(const std::string& 
         }
     }
     return out;
+}
+
+std::size_t topic::producer_count() {
+    std::lock_guard lock(mu_);
+    return producers_.size() + waiters_.size();
+}
+
+std::vector<std::shared_ptr<subscription>> topic::open_subscriptions() {
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<subscription>> out;
+    for (const auto& [n, s] : subscriptions_) {
+        (void)n;
+        out.push_back(s);
+    }
+    return out;
+}
+
+std::vector<std::shared_ptr<topic>> topic_registry::open_topics() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<topic>> out;
+    for (const auto& [n, t] : topics_) {
+        (void)n;
+        out.push_back(t);
+    }
+    return out;
+}
+
+result<void> topic_registry::remove(
+    const std::string& full,
+    const std::function<result<void>(const std::shared_ptr<topic>&)>& prepare) {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<topic> t;
+    if (auto it = topics_.find(full); it != topics_.end()) {
+        t = it->second;
+    }
+    if (prepare) {
+        if (auto r = prepare(t); !r) {
+            return r;
+        }
+    }
+    if (auto r = backend_.delete_topic(full); !r) {
+        return r;
+    }
+    topics_.erase(full);
+    NEREUS_LOG(broker_log(), info, "topic removed topic={}", full);
+    return {};
 }
 
 void topic_registry::close_all() {

@@ -24,6 +24,7 @@
 #include "nereus/broker/topic_backend.h"
 #include "nereus/broker/topic_name.h"
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <deque>
 #include <functional>
@@ -80,6 +81,14 @@ public:
     // Deletes the subscription (UNSUBSCRIBE). Durable before it returns.
     [[nodiscard]] result<void> delete_subscription(const std::shared_ptr<subscription>& s);
 
+    // Admin API / stats: producers attached, the subscriptions opened so far (durable ones not
+    // yet subscribed to since the topic opened are only in the store), messages and bytes whose
+    // append was durable since the topic opened.
+    std::size_t producer_count();
+    std::vector<std::shared_ptr<subscription>> open_subscriptions();
+    std::uint64_t messages_in() const { return msg_in_.load(); }
+    std::uint64_t bytes_in() const { return bytes_in_.load(); }
+
 private:
     struct producer_entry {
         std::string name;
@@ -104,6 +113,8 @@ private:
     std::map<std::uint64_t, producer_entry> producers_;                   // guarded by mu_
     std::deque<waiter> waiters_;                                          // guarded by mu_
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;  // guarded by mu_
+    std::atomic<std::uint64_t> msg_in_{0};
+    std::atomic<std::uint64_t> bytes_in_{0};
 };
 
 // The open topics of one broker.
@@ -114,11 +125,24 @@ public:
                    boost::asio::any_io_executor ex,
                    const broker_options& options);
 
-    [[nodiscard]] result<std::shared_ptr<topic>> open(const topic_name& name, bool create);
+    // `explicit_create` (admin API): create even when auto-creation of topics is off.
+    [[nodiscard]] result<std::shared_ptr<topic>> open(const topic_name& name,
+                                                      bool create,
+                                                      bool explicit_create = false);
     // Full names of known topics in `tenant/ns` (backend's view, i.e. also unopened ones).
     std::vector<std::string> topics_in_namespace(const std::string& ns) const;
     // Closes every open topic's store (graceful stop).
     void close_all();
+
+    // Admin API: the backend, the open topics, and deleting a topic. remove() holds the
+    // registry lock throughout (no open() races it): `prepare` gets the open topic (nullptr
+    // when not open) and may refuse (its error is returned, nothing changed); then the backend
+    // deletes the topic durably and the registry forgets it.
+    topic_backend& backend() const { return backend_; }
+    std::vector<std::shared_ptr<topic>> open_topics() const;
+    [[nodiscard]] result<void> remove(
+        const std::string& full,
+        const std::function<result<void>(const std::shared_ptr<topic>&)>& prepare);
 
 private:
     topic_backend& backend_;

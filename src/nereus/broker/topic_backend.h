@@ -28,10 +28,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nereus::broker {
@@ -62,16 +64,23 @@ struct dispatch_entry {
     // sent it; shared by every delivery of this entry.
     std::shared_ptr<const std::vector<std::byte>> data;
     ack_fence fence;
+    // Dispatcher scratch (backends leave it): the Key_Shared hash slot, computed once per read.
+    std::int32_t key_slot = -1;
 
     // Messages this entry will count against a consumer's permits.
     std::uint32_t message_count() const noexcept;
 };
 
-// How an ack ended when it did not fail. no_effect: already acked or beyond the end — the
-// client is told success and the subscription counts it. An ack stamped with a stale cursor
-// generation or ackStateEpoch (issued before a seek, clear or recreate) is not an outcome but
-// an error: the client must not be told it counted (doc/cursor-semantics.md §1).
-enum class ack_outcome { applied, no_effect };
+// How an ack ended when it did not fail; each is answered success on the wire (stock clients
+// park failed acks and retry them forever) and counted in the subscription's stats:
+//  applied    the ack changed the cursor, durably;
+//  no_effect  already acked, or beyond the end;
+//  stale      stamped with an older cursor generation or ackStateEpoch (issued before a seek,
+//             clear or recreate): it changed nothing, and the entry is delivered again at the
+//             new epoch, so the success claims nothing the client could rely on
+//             (doc/cursor-semantics.md §1).
+// An ack that could not be persisted is an error, never one of these.
+enum class ack_outcome { applied, no_effect, stale };
 
 using append_callback = std::function<void(result<position>)>;
 using ack_callback = std::function<void(result<ack_outcome>)>;
@@ -85,13 +94,41 @@ struct subscription_start {
     enum class kind { latest, earliest, at_entry };
     kind where = kind::latest;
     std::uint64_t entry_id = 0;  // at_entry: first entry to deliver
+    // at_entry, non-durable only: a start id inside a batch. Indexes below it are marked
+    // acked in the new cursor, so the entry is delivered with an ack_set that skips them.
+    std::int32_t batch_index = -1;
 };
 
 struct seek_target {
-    enum class kind { to_entry, to_time, earliest, latest };
+    // clear_backlog: everything up to the end is acked (admin skip_all); skip: the next `count`
+    // unacked entries from the mark-delete position are acked (admin skip/{n}).
+    enum class kind { to_entry, to_time, earliest, latest, clear_backlog, skip };
     kind where = kind::earliest;
     std::uint64_t entry_id = 0;     // to_entry: first entry to deliver again
     std::int64_t publish_time = 0;  // to_time: first entry with publish time >= this
+    std::uint64_t count = 0;        // skip: entries to skip
+};
+
+// A cursor as the admin API shows it (internalStats). Offsets are entry ids of the topic's
+// current ledger.
+struct cursor_details {
+    std::uint64_t mark_delete = 0;    // first entry not yet acked (MDO)
+    std::uint64_t read_position = 0;  // next entry dispatch reads (in memory)
+    // Individually acked ranges [begin, end) above mark_delete.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> acked_ranges;
+    std::size_t partly_acked_batches = 0;
+    ack_fence fence;                 // cursorGeneration, ackStateEpoch
+    std::string state;               // lifecycle: "ACTIVE", "PROTECTION_PENDING", "DELETED"
+    bool spilled = false;            // state kept in a snapshot object (else inline in the root)
+    std::uint64_t root_version = 0;  // the CAS root's version (the snapshot reference's record)
+    std::map<std::string, std::string> properties;
+};
+
+// A topic's stored range (internalStats).
+struct topic_details {
+    std::uint64_t ledger_id = 0;
+    std::uint64_t first_entry = 0;  // first readable entry
+    std::uint64_t end = 0;          // next entry id an append gets
 };
 
 // One subscription's cursor (durable or not).
@@ -131,6 +168,18 @@ public:
     virtual std::uint64_t backlog() const = 0;
     // A consumer is attached (idle expiry must not remove the subscription).
     virtual void set_connected(bool connected) = 0;
+
+    // Redelivery counts, kept by the cursor: record_redelivery when an entry is actually
+    // redelivered (nack/REDELIVER, or returned by a closed/disconnected consumer), never per
+    // dispatch. A durable cursor writes the count with its next ack CAS (no write of its own),
+    // so after a crash a count may lag, never run ahead. A seek clears them.
+    virtual void record_redelivery(std::uint64_t entry_id) = 0;
+    virtual std::uint32_t redelivery_count(std::uint64_t entry_id) const = 0;
+
+    // Admin: the cursor's confirmed state (internalStats) and its properties. set_properties
+    // replaces them; durable before it returns. Errors: not_allowed for reserved keys, storage.
+    virtual cursor_details details() const = 0;
+    [[nodiscard]] virtual result<void> set_properties(std::map<std::string, std::string> p) = 0;
 };
 
 struct last_entry_info {
@@ -161,6 +210,8 @@ public:
 
     // The newest entry, nullopt on an empty topic.
     virtual std::optional<last_entry_info> last_entry() const = 0;
+    // Admin: the stored range (internalStats).
+    virtual topic_details details() const = 0;
 
     // Flushes and releases the topic (graceful stop).
     [[nodiscard]] virtual result<void> close() = 0;
@@ -175,6 +226,26 @@ public:
                                                                           bool create) = 0;
     // Full names of every known topic.
     virtual std::vector<std::string> topic_names() const = 0;
+
+    // Admin: deletes a topic — its subscriptions, its registry record and its stored entries —
+    // durable before it returns (a crash part-way leaves at most unreferenced storage). The
+    // caller (topic_registry::remove) makes sure nothing serves the topic any more; a store
+    // still held elsewhere refuses further appends. Errors: topic_not_found, storage errors.
+    [[nodiscard]] virtual result<void> delete_topic(const std::string& name) = 0;
+
+    // Admin records (tenants, namespaces, partitioned-topic metadata; doc/format/admin.md):
+    // small values under relative keys, which the ledger backend keeps in the metadata store
+    // under "admin/". Every change is durable before it returns.
+    [[nodiscard]] virtual result<std::optional<std::string>> get_admin_record(
+        const std::string& key) const = 0;
+    // Creates the record if absent: true when created, false when the key already existed.
+    [[nodiscard]] virtual result<bool> create_admin_record(const std::string& key,
+                                                           const std::string& value) = 0;
+    // True when removed, false when it did not exist.
+    [[nodiscard]] virtual result<bool> remove_admin_record(const std::string& key) = 0;
+    // Every record whose key starts with `prefix`, in key order.
+    [[nodiscard]] virtual result<std::vector<std::pair<std::string, std::string>>>
+    list_admin_records(const std::string& prefix) const = 0;
 };
 
 }  // namespace nereus::broker

@@ -214,6 +214,76 @@ void managed_cursor::set_connected(bool connected) {
     ledger_->touch(e_->name);
 }
 
+// ---------------------------------------------------------------- redelivery counts
+
+namespace {
+
+// Requires: e.mu held. Drops recorded counts of another fence (a reset cleared the engine's
+// counts) and below MDO (acked).
+void prune_recorded(cursor_entry& e, cursor::fence f, offset mdo) {
+    if (e.recorded_fence != f) {
+        e.recorded_redeliveries.clear();
+        e.recorded_fence = f;
+    }
+    e.recorded_redeliveries.erase(e.recorded_redeliveries.begin(),
+                                  e.recorded_redeliveries.lower_bound(mdo));
+}
+
+}  // namespace
+
+void managed_cursor::record_redelivery(offset entry) {
+    if (!e_->durable) {
+        const std::lock_guard lock(e_->mu);
+        const auto& counts = e_->nd_state.redeliveries();
+        const auto it = counts.find(entry);
+        e_->nd_state.set_redelivery(entry, (it == counts.end() ? 0 : it->second) + 1);
+        return;
+    }
+    const cursor::fence f = e_->c->current_fence();
+    const offset mdo = e_->c->mark_delete();
+    if (e_->c->is_acked(entry)) {
+        return;
+    }
+    const std::uint32_t engine = e_->c->redelivery_count(entry);
+    // In memory until the engine's next CAS (an ack, a flush, close): never a write of its own.
+    e_->c->record_redelivery(entry);
+    const std::lock_guard lock(e_->mu);
+    prune_recorded(*e_, f, mdo);
+    auto& n = e_->recorded_redeliveries[entry];
+    n = std::max(n, engine) + 1;
+}
+
+std::uint32_t managed_cursor::redelivery_count(offset entry) const {
+    if (!e_->durable) {
+        const std::lock_guard lock(e_->mu);
+        const auto& counts = e_->nd_state.redeliveries();
+        const auto it = counts.find(entry);
+        return it == counts.end() ? 0 : it->second;
+    }
+    {
+        const std::lock_guard lock(e_->mu);
+        if (e_->recorded_redeliveries.empty()) {
+            return e_->c->redelivery_count(entry);  // the common case: one engine call
+        }
+    }
+    const cursor::fence f = e_->c->current_fence();
+    const offset mdo = e_->c->mark_delete();
+    // The engine's count is persisted + recorded-not-yet-staged; while a CAS carrying recorded
+    // counts is in flight they are in neither, so the count recorded here covers that window.
+    const std::uint32_t engine = e_->c->redelivery_count(entry);
+    const bool acked = e_->c->is_acked(entry);
+    const std::lock_guard lock(e_->mu);
+    prune_recorded(*e_, f, mdo);
+    const auto it = e_->recorded_redeliveries.find(entry);
+    if (acked) {
+        if (it != e_->recorded_redeliveries.end()) {
+            e_->recorded_redeliveries.erase(it);
+        }
+        return 0;
+    }
+    return std::max(engine, it == e_->recorded_redeliveries.end() ? 0U : it->second);
+}
+
 // ---------------------------------------------------------------- acks
 
 managed_cursor::op_callback managed_cursor::wrap(op_callback done) const {

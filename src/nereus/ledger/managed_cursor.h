@@ -99,6 +99,17 @@ public:
     // A consumer is attached (connected cursors are never expired as idle).
     void set_connected(bool connected);
 
+    // ---- redelivery counts ----
+    // Records that `entry` was redelivered (a nack / REDELIVER, or returned by a consumer that
+    // closed or disconnected); call it only then, never per dispatch. Durable cursors keep the
+    // count in memory and write it with the cursor's next CAS (an ack, a flush, close) — no
+    // metadata write of its own — so after a crash a count may lag, never run ahead.
+    // Non-durable cursors keep it in memory. Ignored for acked entries. A reset clears counts.
+    void record_redelivery(offset entry);
+    // The entry's redelivery count: persisted plus recorded in this process (including counts
+    // whose CAS is still in flight). 0 for acked entries.
+    [[nodiscard]] std::uint32_t redelivery_count(offset entry) const;
+
     // ---- acks (async; fence: generation + epoch) ----
     void ack(cursor::fence f, offset entry, op_callback done);
     void ack_batch_index(cursor::fence f, offset entry, cursor::batch_bits acked, op_callback done);

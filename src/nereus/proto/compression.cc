@@ -42,18 +42,22 @@ result<std::span<const std::byte>> decompress(compression c,
                                               std::span<const std::byte> input,
                                               std::uint32_t uncompressed_size,
                                               std::vector<std::byte>& scratch) {
-    if (c == compression::none)
+    if (c == compression::none) {
         return input;
-    if (!compression_supported(c))
+    }
+    if (!compression_supported(c)) {
         return error(errc::unsupported_compression);
-    if (uncompressed_size > max_uncompressed_size)
+    }
+    if (uncompressed_size > max_uncompressed_size) {
         return error(errc::uncompressed_too_large);
+    }
     scratch.resize(uncompressed_size);
     bool ok = false;
     switch (c) {
         case compression::lz4: {
-            if (input.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+            if (input.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
                 break;
+            }
             const int n =
                 LZ4_decompress_safe(chars(input), chars(scratch), static_cast<int>(input.size()),
                                     static_cast<int>(uncompressed_size));
@@ -61,8 +65,9 @@ result<std::span<const std::byte>> decompress(compression c,
             break;
         }
         case compression::zlib: {
-            if (!zlib_fits(input.size()))
+            if (!zlib_fits(input.size())) {
                 break;
+            }
             uLongf out_len = uncompressed_size;
             // A zero-length destination is legal for zlib only with a non-null pointer.
             Bytef dummy = 0;
@@ -75,8 +80,9 @@ result<std::span<const std::byte>> decompress(compression c,
         case compression::zstd: {
             const unsigned long long declared =
                 ZSTD_getFrameContentSize(input.data(), input.size());
-            if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size)
+            if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size) {
                 break;
+            }
             const std::size_t n =
                 ZSTD_decompress(scratch.data(), scratch.size(), input.data(), input.size());
             ok = ZSTD_isError(n) == 0 && n == uncompressed_size;
@@ -97,20 +103,24 @@ result<std::span<const std::byte>> decompress(compression c,
         case compression::none:
             break;
     }
-    if (!ok)
+    if (!ok) {
         return error(errc::bad_compressed_payload);
+    }
     return std::span<const std::byte>(scratch.data(), uncompressed_size);
 }
 
 result<std::span<const std::byte>> compress(compression c,
                                             std::span<const std::byte> input,
                                             std::vector<std::byte>& scratch) {
-    if (c == compression::none)
+    if (c == compression::none) {
         return input;
-    if (!compression_supported(c))
+    }
+    if (!compression_supported(c)) {
         return error(errc::unsupported_compression);
-    if (input.size() > max_uncompressed_size)
+    }
+    if (input.size() > max_uncompressed_size) {
         return error(errc::uncompressed_too_large);
+    }
     std::size_t out_len = 0;
     switch (c) {
         case compression::lz4: {
@@ -118,8 +128,9 @@ result<std::span<const std::byte>> compress(compression c,
             scratch.resize(static_cast<std::size_t>(bound));
             const int n = LZ4_compress_default(chars(input), chars(scratch),
                                                static_cast<int>(input.size()), bound);
-            if (n <= 0)
+            if (n <= 0) {
                 return error(errc::invalid_argument);
+            }
             out_len = static_cast<std::size_t>(n);
             break;
         }
@@ -138,8 +149,9 @@ result<std::span<const std::byte>> compress(compression c,
             scratch.resize(ZSTD_compressBound(input.size()));
             const std::size_t n = ZSTD_compress(scratch.data(), scratch.size(), input.data(),
                                                 input.size(), ZSTD_CLEVEL_DEFAULT);
-            if (ZSTD_isError(n) != 0)
+            if (ZSTD_isError(n) != 0) {
                 return error(errc::invalid_argument);
+            }
             out_len = n;
             break;
         }

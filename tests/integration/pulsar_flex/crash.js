@@ -28,9 +28,8 @@
 //       Exclusive and Failover in entry order. The audit subscription and a new subscription
 //       from Earliest must each get every receipted unit. Redelivery counts of units nacked
 //       before the crash are reported: one nacked before a later confirmed ack must come back
-//       >= 1; a reset is a NOTE, not a failure, unless FLEX_STRICT_REDELIVERY=1 (their
-//       persistence is being added to the broker); one nacked after the last confirmed ack may
-//       come back at 0 (the broker writes counts with the cursor's next CAS).
+//       >= 1 (the broker persists counts; a reset fails the test); one nacked after the last
+//       confirmed ack may come back at 0 (the broker writes counts with the cursor's next CAS).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -314,11 +313,11 @@ async function verify() {
     console.log(`verify: redelivery counts: ${covered.length} units nacked before a later confirmed ack came back with redelivery_count >= 1 (persisted)` +
       (uncovered.length ? `; ${uncovered.length} nacked after the last confirmed ack: ${uncovered.length - lag.length} kept, ${lag.length} back at 0 (allowed: written with the next CAS)` : ''));
   } else {
-    console.log(`verify: NOTE redelivery counts: ${lost.length}/${covered.length} units nacked before a later confirmed ack came back with redelivery_count 0 (units ${lost.map((x) => x.u).slice(0, 10)}): not persisted across the restart; tolerated while persistence is being added (FLEX_STRICT_REDELIVERY=1 fails)`);
+    console.log(`verify: redelivery counts: ${lost.length}/${covered.length} units nacked before a later confirmed ack came back with redelivery_count 0 (units ${lost.map((x) => x.u).slice(0, 10)}): not persisted across the restart`);
   }
   const kill = events.find((ev) => ev.t === 'kill');
   if (kill) console.log(`verify: the broker was SIGKILLed with ${kill.sendsInFlight} sends and ${kill.acksInFlight} acks in flight`);
-  if (process.env.FLEX_STRICT_REDELIVERY && lost.length) failures.push('redelivery counts were not kept across the restart (FLEX_STRICT_REDELIVERY)');
+  if (lost.length) failures.push('redelivery counts were not kept across the restart');
 
   if (failures.length) {
     for (const f of failures) console.log(`FAIL: ${f}`);

@@ -60,11 +60,14 @@ protected:
         EXPECT_TRUE(c && c->handshake());
         return c;
     }
-    static bool subscribe(wire_client& c, std::uint64_t id, std::uint64_t req) {
+    static bool subscribe(wire_client& c,
+                          std::uint64_t id,
+                          std::uint64_t req,
+                          std::int32_t sub_type = 0) {
         proto::subscribe_args a;
         a.topic = topic;
         a.subscription = "sub";
-        a.sub_type = 0;
+        a.sub_type = sub_type;
         a.consumer_id = id;
         a.request_id = req;
         a.initial_position = 1;
@@ -136,10 +139,137 @@ TEST_F(LedgerBrokerTest, ReceiptsConsumeAckAndRestart) {
     EXPECT_FALSE(c->expect(command_type::message, 200ms));
 }
 
-// An ack stamped before a seek (an older ackStateEpoch) changed nothing, so the client must get
-// an error, never a success (doc/cursor-semantics.md §1); the same entry acked at the new
-// epoch applies.
-TEST_F(LedgerBrokerTest, AckFromBeforeASeekIsAnErrorNotASuccess) {
+// Redelivery counts come from the cursor: a nack counts, the count rides the next ack's CAS
+// (and the close flush), and the first delivery after a restart carries it (Pulsar would say 0).
+TEST_F(LedgerBrokerTest, RedeliveryCountSurvivesRestart) {
+    std::uint64_t ledger = 0;
+    {
+        auto c = client();
+        ASSERT_TRUE(subscribe(*c, 0, 1, 1));  // Shared
+        proto::producer_args p;
+        p.topic = topic;
+        p.producer_id = 0;
+        p.request_id = 2;
+        c->send([&](proto::frame_buffer& b) { return c->writer().producer(b, p).has_value(); });
+        ASSERT_TRUE(c->expect(command_type::producer_success));
+        for (std::uint64_t i = 0; i < 3; ++i) {
+            ASSERT_TRUE(c->send_message(0, i, std::string("m").append(std::to_string(i))));
+            ASSERT_TRUE(c->expect(command_type::send_receipt));
+        }
+        c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 100).has_value(); });
+        for (std::uint64_t i = 0; i < 3; ++i) {
+            auto m = c->expect(command_type::message);
+            ASSERT_TRUE(m) << i;
+            ledger = m->cmd.message().message_id().ledgerid();
+            EXPECT_EQ(m->cmd.message().redelivery_count(), 0U);
+        }
+        // Nack everything: each comes back with count 1.
+        c->send([&](proto::frame_buffer& b) {
+            return c->writer().redeliver_unacknowledged(b, 0, {}).has_value();
+        });
+        for (std::uint64_t i = 0; i < 3; ++i) {
+            auto m = c->expect(command_type::message);
+            ASSERT_TRUE(m) << i;
+            EXPECT_EQ(m->cmd.message().message_id().entryid(), i);
+            EXPECT_EQ(m->cmd.message().redelivery_count(), 1U);
+        }
+        // The ack's CAS writes the recorded counts.
+        proto::message_id id;
+        id.ledger_id = ledger;
+        id.entry_id = 2;
+        proto::ack_args a;
+        a.consumer_id = 0;
+        a.ids = std::span(&id, 1);
+        a.request_id = 10;
+        c->send([&](proto::frame_buffer& b) { return c->writer().ack(b, a).has_value(); });
+        auto r = c->expect(command_type::ack_response);
+        ASSERT_TRUE(r);
+        EXPECT_FALSE(r->cmd.ackresponse().has_error());
+    }
+    // Stopping the server detaches the consumer: entries 0 and 1 are returned (count 2) and
+    // the ledger's close flushes the counts.
+    close();
+    open();
+    auto c = client();
+    ASSERT_TRUE(subscribe(*c, 0, 1, 1));
+    c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 100).has_value(); });
+    for (std::uint64_t i = 0; i < 2; ++i) {
+        auto m = c->expect(command_type::message);
+        ASSERT_TRUE(m) << i;
+        EXPECT_EQ(m->cmd.message().message_id().entryid(), i);
+        EXPECT_EQ(m->cmd.message().redelivery_count(), 2U);
+    }
+    EXPECT_FALSE(c->expect(command_type::message, 200ms));
+}
+
+// Readers over the ledger's non-durable cursors: a start id inside a batch (ack_set skips the
+// earlier indexes) and a seek by publish time that the reconnect continues from.
+TEST_F(LedgerBrokerTest, ReaderBatchStartAndSeekByTime) {
+    auto c = client();
+    proto::producer_args p;
+    p.topic = topic;
+    p.producer_id = 0;
+    p.request_id = 1;
+    c->send([&](proto::frame_buffer& b) { return c->writer().producer(b, p).has_value(); });
+    ASSERT_TRUE(c->expect(command_type::producer_success));
+    ASSERT_TRUE(c->send_message(0, 0, "batch-bytes", /*batch=*/4));
+    ASSERT_TRUE(c->expect(command_type::send_receipt));
+    for (std::uint64_t i = 1; i < 4; ++i) {
+        ASSERT_TRUE(c->send_message(0, i, "single"));
+        ASSERT_TRUE(c->expect(command_type::send_receipt));
+    }
+    auto read_from = [&](std::uint64_t consumer, std::uint64_t req, proto::message_id start) {
+        proto::subscribe_args a;
+        a.topic = topic;
+        a.subscription = "reader";
+        a.consumer_id = consumer;
+        a.request_id = req;
+        a.durable = false;
+        a.start_message_id = start;
+        c->send([&](proto::frame_buffer& b) { return c->writer().subscribe(b, a).has_value(); });
+        return c->expect(command_type::success).has_value();
+    };
+    proto::message_id start;
+    start.ledger_id = 1;  // the first topic of a fresh data dir
+    start.entry_id = 0;
+    start.batch_index = 1;
+    ASSERT_TRUE(read_from(0, 2, start));
+    c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 100).has_value(); });
+    auto first = c->expect(command_type::message);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->cmd.message().message_id().entryid(), 0U);
+    ASSERT_EQ(first->cmd.message().ack_set_size(), 1);
+    EXPECT_EQ(first->cmd.message().ack_set(0), 0b1110);
+    for (std::uint64_t e = 1; e < 4; ++e) {
+        auto m = c->expect(command_type::message);
+        ASSERT_TRUE(m);
+        EXPECT_EQ(m->cmd.message().message_id().entryid(), e);
+    }
+    // wire_client: publish_time = 1'700'000'000'000 + sequence id.
+    c->send([&](proto::frame_buffer& b) {
+        return c->writer().seek_by_time(b, 0, 3, 1'700'000'000'002ULL).has_value();
+    });
+    ASSERT_TRUE(c->expect(command_type::close_consumer));
+    ASSERT_TRUE(c->expect(command_type::success));
+    proto::message_id earliest;
+    earliest.ledger_id = proto::no_position;
+    earliest.entry_id = proto::no_position;
+    ASSERT_TRUE(read_from(1, 4, earliest));
+    c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 1, 100).has_value(); });
+    std::vector<std::uint64_t> got;
+    for (int i = 0; i < 2; ++i) {
+        auto m = c->expect(command_type::message);
+        ASSERT_TRUE(m);
+        got.push_back(m->cmd.message().message_id().entryid());
+    }
+    EXPECT_EQ(got, (std::vector<std::uint64_t>{2, 3}));
+    EXPECT_FALSE(c->expect(command_type::message, 200ms));
+}
+
+// An ack stamped before a seek (an older ackStateEpoch) changes nothing and ends as `stale`
+// (answered success on the wire, counted apart); the entry stays unacked and the same entry
+// acked at the new epoch applies.
+TEST_F(LedgerBrokerTest, AckFromBeforeASeekIsStaleAndChangesNothing) {
     auto t = backend_->open_topic(std::string(topic), true);
     ASSERT_TRUE(t.has_value()) << t.error().message();
     const std::byte payload[] = {std::byte{1}};
@@ -162,7 +292,9 @@ TEST_F(LedgerBrokerTest, AckFromBeforeASeekIsAnErrorNotASuccess) {
         return p.get_future().get();
     };
     const auto late = ack(before);
-    EXPECT_FALSE(late.has_value()) << "a stale-epoch ack was answered as a success";
+    ASSERT_TRUE(late.has_value()) << late.error().message();
+    EXPECT_EQ(*late, ack_outcome::stale);
+    EXPECT_EQ((*c)->backlog(), 3u) << "a stale ack changed the cursor";
     const auto fresh = ack(*after);
     ASSERT_TRUE(fresh.has_value()) << fresh.error().message();
     EXPECT_EQ(*fresh, ack_outcome::applied);

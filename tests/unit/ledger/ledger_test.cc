@@ -213,6 +213,61 @@ TEST(LedgerCursor, PropertiesSurviveRestartAndReservedPrefixRejected) {
     EXPECT_EQ(c2->properties(), (cursor::property_map{{"b", "2"}}));
 }
 
+TEST(LedgerCursor, RedeliveryCountsRideTheNextCasAndSurviveRestart) {
+    harness h;
+    auto& l = h.open();
+    h.append_n(6);
+    auto c = *l->open_cursor("s", initial_position::earliest());
+    // Recording is in memory: no metadata write of its own.
+    const auto multis = h.meta_spy().multis.load();
+    c->record_redelivery(1);
+    c->record_redelivery(1);
+    c->record_redelivery(3);
+    EXPECT_EQ(h.meta_spy().multis.load(), multis);
+    EXPECT_EQ(c->redelivery_count(1), 2U);
+    EXPECT_EQ(c->redelivery_count(3), 1U);
+    EXPECT_EQ(c->redelivery_count(2), 0U);
+    // A crash before any CAS loses them: a count lags, never runs ahead.
+    c.reset();
+    h.crash_and_open();
+    c = *h.ledger()->find_cursor("s");
+    EXPECT_EQ(c->redelivery_count(1), 0U);
+    // Recorded again, then written by the next ack's CAS.
+    c->record_redelivery(1);
+    c->record_redelivery(3);
+    ok(c->ack_sync(c->current_fence(), 3));  // acked: its count goes
+    EXPECT_EQ(c->redelivery_count(3), 0U);
+    c->record_redelivery(3);  // ignored for an acked entry
+    EXPECT_EQ(c->redelivery_count(3), 0U);
+    c.reset();
+    h.crash_and_open();
+    c = *h.ledger()->find_cursor("s");
+    EXPECT_EQ(c->redelivery_count(1), 1U);
+    EXPECT_EQ(c->redelivery_count(3), 0U);
+    // A clean close flushes recorded counts.
+    c->record_redelivery(1);
+    c->record_redelivery(4);
+    c.reset();
+    h.restart();
+    c = *h.ledger()->find_cursor("s");
+    EXPECT_EQ(c->redelivery_count(1), 2U);
+    EXPECT_EQ(c->redelivery_count(4), 1U);
+    // Acked through the prefix: gone; a reset clears the rest.
+    ok(c->ack_cumulative_sync(c->current_fence(), 1));
+    EXPECT_EQ(c->redelivery_count(1), 0U);
+    EXPECT_EQ(c->redelivery_count(4), 1U);
+    ok(c->reset(reset_target::earliest()));
+    EXPECT_EQ(c->redelivery_count(4), 0U);
+    // Non-durable cursors count in memory.
+    auto nd = *h.ledger()->open_cursor("reader", initial_position::earliest(),
+                                       subscription_options{.durable = false});
+    nd->record_redelivery(2);
+    nd->record_redelivery(2);
+    EXPECT_EQ(nd->redelivery_count(2), 2U);
+    ok(nd->ack_sync(nd->current_fence(), 2));
+    EXPECT_EQ(nd->redelivery_count(2), 0U);
+}
+
 TEST(LedgerCursor, DeleteAndRecreateBumpsGenerationAndFencesOldHandle) {
     harness h;
     auto& l = h.open();

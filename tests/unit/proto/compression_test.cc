@@ -19,8 +19,9 @@ constexpr compression kCodecs[] = {compression::lz4, compression::zlib, compress
 
 std::vector<std::byte> hex(std::initializer_list<int> bytes) {
     std::vector<std::byte> out;
-    for (int b : bytes)
+    for (int b : bytes) {
         out.push_back(static_cast<std::byte>(b));
+    }
     return out;
 }
 
@@ -30,8 +31,9 @@ TEST(Compression, NoneIsPassThroughAndUnknownValuesAreTypedErrors) {
     auto out = decompress(compression::none, in, 3, scratch);
     ASSERT_TRUE(out);
     EXPECT_EQ(out->data(), in.data());
-    for (auto c : kCodecs)
+    for (auto c : kCodecs) {
         EXPECT_TRUE(compression_supported(c));
+    }
     EXPECT_TRUE(compression_supported(compression::none));
     const auto unknown = static_cast<compression>(9);
     EXPECT_FALSE(compression_supported(unknown));
@@ -56,8 +58,9 @@ TEST(Compression, EveryCodecRoundTripsEmptySmallLargeAndIncompressibleInput) {
     }
     inputs.push_back(text);
     std::vector<std::byte> noise(70'000);
-    for (auto& b : noise)
+    for (auto& b : noise) {
         b = static_cast<std::byte>(rng());
+    }
     inputs.push_back(noise);
 
     for (auto c : kCodecs) {
@@ -140,8 +143,9 @@ TEST(Compression, CorruptOrMislabelledPayloadsFailClosed) {
 // never a different length.
 TEST(Compression, SingleByteCorruptionsNeverCrashOrChangeTheLength) {
     std::vector<std::byte> in;
-    for (int i = 0; i < 2'000; ++i)
+    for (int i = 0; i < 2'000; ++i) {
         in.push_back(static_cast<std::byte>((i * 7) % 13));
+    }
     for (auto c : kCodecs) {
         std::vector<std::byte> cbuf;
         std::vector<std::byte> dbuf;

@@ -42,15 +42,27 @@ void connection::handle_subscribe(const proto::frame_view& f) {
     start.where = s.initialposition() == 1 ? subscription_start::kind::earliest
                                            : subscription_start::kind::latest;
     if (!durable && s.has_start_message_id()) {
+        // Readers: delivery starts WITH the entry holding start_message_id, as Pulsar's broker
+        // does; the client drops the start message itself unless startMessageIdInclusive
+        // (a client-side option, not on the wire). A start id inside a batch marks the
+        // indexes below it acked, so the batch goes out with an ack_set that skips them.
         const auto& m = s.start_message_id();
         const auto latest = static_cast<std::uint64_t>(INT64_MAX);
+        const auto ledger = (*t)->store().ledger_id();
         if (m.ledgerid() == proto::no_position || m.entryid() == proto::no_position) {
-            start.where = subscription_start::kind::earliest;
+            start.where = subscription_start::kind::earliest;  // MessageId.earliest
         } else if (m.ledgerid() == latest && m.entryid() == latest) {
+            start.where = subscription_start::kind::latest;  // MessageId.latest
+        } else if (m.ledgerid() < ledger) {
+            start.where = subscription_start::kind::earliest;  // an older incarnation
+        } else if (m.ledgerid() > ledger) {
             start.where = subscription_start::kind::latest;
         } else {
             start.where = subscription_start::kind::at_entry;
             start.entry_id = m.entryid();
+            if (m.has_batch_index() && m.batch_index() > 0) {
+                start.batch_index = m.batch_index();
+            }
         }
     }
     auto sub = (*t)->subscribe(s.subscription(), start, durable);
@@ -63,13 +75,26 @@ void connection::handle_subscribe(const proto::frame_view& f) {
     c->name = s.consumer_name();
     c->priority = s.priority_level();
     c->type = static_cast<sub_type>(s.subtype());
+    if (s.has_keysharedmeta()) {
+        const auto& ks = s.keysharedmeta();
+        if (ks.keysharedmode() == proto::pb::KeySharedMeta::STICKY) {
+            c->ks_mode = key_shared_mode::sticky;
+            for (const auto& r : ks.hashranges()) {
+                c->ks_ranges.push_back(hash_range{r.start(), r.end()});
+            }
+        }
+    }
     c->sink = std::weak_ptr<consumer_sink>(shared_from_this());
     if (auto r = (*sub)->add_consumer(c); !r) {
         (*t)->release_subscription(*sub);
-        error_reply(req, r.error(),
-                    r.error() == make_error_code(proto::error_kind::consumer_busy)
-                        ? "subscription is busy (exclusive consumer or other sub type)"
-                        : r.error().message());
+        const char* why = r.error() == make_error_code(proto::error_kind::consumer_busy)
+                              ? "subscription is busy (exclusive consumer, or another sub type "
+                                "or key_shared mode)"
+                          : r.error() == make_error_code(proto::error_kind::consumer_assign_failed)
+                              ? "key_shared hash ranges are empty, invalid or overlap another "
+                                "consumer's, or no range is left to split"
+                              : nullptr;
+        error_reply(req, r.error(), why != nullptr ? std::string(why) : r.error().message());
         return;
     }
     consumers_[id] = consumer_state{*t, *sub, c};
@@ -226,9 +251,15 @@ void connection::handle_seek(const proto::frame_view& f) {
     auto sub = it->second.sub;
     auto t = it->second.t;
     // Disconnects every consumer of the subscription first (our own one inline, so its
-    // CLOSE_CONSUMER precedes the SUCCESS), then resets the cursor.
+    // CLOSE_CONSUMER precedes the SUCCESS), then resets the cursor. A non-durable
+    // subscription is kept (parked) with its reset cursor for the reader's reconnect, which
+    // then continues from the seek position whatever start_message_id it sends.
     auto r = sub->seek(target);
-    t->release_subscription(sub);
+    if (r && !sub->durable()) {
+        sub->set_parked(true);
+    } else {
+        t->release_subscription(sub);
+    }
     if (!r) {
         error_reply(req, r.error(), "seek failed: " + r.error().message());
         return;

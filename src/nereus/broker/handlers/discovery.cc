@@ -2,6 +2,7 @@
 
 #include "nereus/broker/connection.h"
 #include "nereus/broker/logger.h"
+#include "nereus/broker/partitioned_topics.h"
 #include "nereus/broker/topic_name.h"
 #include "nereus/proto/errc.h"
 #include "nereus/proto/protocol_version.h"
@@ -45,7 +46,8 @@ void connection::handle_lookup(const proto::frame_view& f) {
 void connection::handle_partitioned_metadata(const proto::frame_view& f) {
     const auto& m = f.command().partitionmetadata();
     const auto req = m.request_id();
-    if (auto n = parse_topic_name(m.topic()); !n) {
+    auto n = parse_topic_name(m.topic());
+    if (!n) {
         write_frame([&](proto::frame_buffer& b) {
             return writer_.partitioned_metadata_failed(b, req,
                                                        proto::server_error::invalid_topic_name,
@@ -53,8 +55,18 @@ void connection::handle_partitioned_metadata(const proto::frame_view& f) {
         });
         return;
     }
-    // Partitioned topics come with the admin API; every topic is non-partitioned for now.
-    write_frame([&](proto::frame_buffer& b) { return writer_.partitioned_metadata_ok(b, req, 0); });
+    // N for a partitioned topic (metadata created through the admin API), 0 otherwise. One
+    // blocking metadata read on the io thread (see doc/broker.md, "Threads and strands").
+    auto count = partition_count(ctx_.topics.backend(), *n);
+    if (!count) {
+        write_frame([&](proto::frame_buffer& b) {
+            return writer_.partitioned_metadata_failed(b, req, proto::server_error::metadata_error,
+                                                       count.error().message());
+        });
+        return;
+    }
+    write_frame(
+        [&](proto::frame_buffer& b) { return writer_.partitioned_metadata_ok(b, req, *count); });
 }
 
 void connection::handle_get_topics_of_namespace(const proto::frame_view& f) {

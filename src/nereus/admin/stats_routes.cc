@@ -1,0 +1,329 @@
+// stats, internalStats (Pulsar's shapes plus Nereus's cursor fields) and /metrics
+// (Prometheus text). Read-only: nothing here changes state (opening a topic to report on it
+// recovers its ledger, as the first client would).
+
+#include "nereus/admin/errors.h"
+#include "nereus/admin/routes.h"
+#include "nereus/broker/partitioned_topics.h"
+
+#include <fmt/format.h>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+namespace nereus::admin {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view base = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
+
+const char* pulsar_type(broker::sub_type t) {
+    switch (t) {
+        case broker::sub_type::exclusive:
+            return "Exclusive";
+        case broker::sub_type::shared:
+            return "Shared";
+        case broker::sub_type::failover:
+            return "Failover";
+        case broker::sub_type::key_shared:
+            return "Key_Shared";
+    }
+    return "Exclusive";
+}
+
+json::object subscription_stats(broker::subscription& s) {
+    const auto st = s.stats();
+    json::object o;
+    json::array consumers;
+    std::uint64_t unacked = 0;
+    for (const auto& c : s.consumer_views()) {
+        json::object co;
+        co["consumerName"] = c.name;
+        co["availablePermits"] = c.permits;
+        co["unackedMessages"] = c.unacked;
+        co["priorityLevel"] = c.priority;
+        co["msgRateOut"] = 0.0;
+        unacked += c.unacked;
+        consumers.push_back(std::move(co));
+    }
+    o["msgRateOut"] = 0.0;
+    o["msgThroughputOut"] = 0.0;
+    o["msgRateRedeliver"] = 0.0;
+    o["msgOutCounter"] = st.messages_dispatched;
+    o["msgBacklog"] = s.backlog();
+    o["unackedMessages"] = unacked;
+    o["type"] = pulsar_type(s.type());
+    o["isDurable"] = s.durable();
+    o["consumers"] = std::move(consumers);
+    // Nereus: acks by outcome and redeliveries since the broker opened the subscription.
+    o["acksApplied"] = st.acks_applied;
+    o["acksWithoutEffect"] = st.acks_no_effect;
+    o["acksStale"] = st.acks_stale;
+    o["redeliveries"] = st.redeliveries;
+    return o;
+}
+
+json::object topic_stats(broker::topic& t) {
+    json::object o;
+    o["msgRateIn"] = 0.0;
+    o["msgThroughputIn"] = 0.0;
+    o["msgRateOut"] = 0.0;
+    o["msgThroughputOut"] = 0.0;
+    o["msgInCounter"] = t.messages_in();
+    o["bytesInCounter"] = t.bytes_in();
+    std::uint64_t out = 0;
+    json::object subs;
+    for (const auto& s : all_subscriptions(t)) {
+        auto so = subscription_stats(*s);
+        out += s->stats().messages_dispatched;
+        subs[s->name()] = std::move(so);
+    }
+    o["msgOutCounter"] = out;
+    o["averageMsgSize"] = t.messages_in() == 0 ? 0.0
+                                               : static_cast<double>(t.bytes_in()) /
+                                                     static_cast<double>(t.messages_in());
+    json::array publishers;
+    for (std::size_t i = 0, n = t.producer_count(); i < n; ++i) {
+        json::object p;
+        p["msgRateIn"] = 0.0;
+        publishers.push_back(std::move(p));
+    }
+    o["publishers"] = std::move(publishers);
+    o["subscriptions"] = std::move(subs);
+    o["replication"] = json::object();
+    o["deduplicationStatus"] = "Disabled";
+    return o;
+}
+
+// Guava's RangeSet text, as Pulsar prints individuallyDeletedMessages: acked [b, e) is
+// "(L:b-1..L:e-1]".
+std::string ranges_text(std::uint64_t ledger,
+                        const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+        if (i > 0) {
+            s += ", ";
+        }
+        s += fmt::format("({}..{}]",
+                         position_text(ledger, static_cast<std::int64_t>(ranges[i].first) - 1),
+                         position_text(ledger, static_cast<std::int64_t>(ranges[i].second) - 1));
+    }
+    return s + "]";
+}
+
+json::object internal_stats(broker::topic& t) {
+    const auto d = t.store().details();
+    const auto entries = d.end - d.first_entry;
+    json::object o;
+    o["entriesAddedCounter"] = t.messages_in();
+    o["numberOfEntries"] = entries;
+    o["totalSize"] = 0;
+    o["currentLedgerEntries"] = entries;
+    o["currentLedgerSize"] = 0;
+    o["lastLedgerCreatedTimestamp"] = "";
+    o["waitingCursorsCount"] = 0;
+    o["pendingAddEntriesCount"] = 0;
+    o["lastConfirmedEntry"] = position_text(d.ledger_id, static_cast<std::int64_t>(d.end) - 1);
+    o["state"] = "LedgerOpened";
+    json::object ledger;
+    ledger["ledgerId"] = d.ledger_id;
+    ledger["entries"] = entries;
+    ledger["size"] = 0;
+    ledger["offloaded"] = false;
+    // Nereus: the first readable entry and the next entry id (one ledger per topic
+    // incarnation).
+    ledger["firstEntry"] = d.first_entry;
+    ledger["end"] = d.end;
+    o["ledgers"] = json::array{std::move(ledger)};
+    json::object cursors;
+    for (const auto& s : all_subscriptions(t)) {
+        const auto c = s->cursor().details();
+        json::object co;
+        co["markDeletePosition"] =
+            position_text(d.ledger_id, static_cast<std::int64_t>(c.mark_delete) - 1);
+        co["readPosition"] = position_text(d.ledger_id, static_cast<std::int64_t>(c.read_position));
+        co["waitingReadOp"] = false;
+        co["pendingReadOps"] = 0;
+        co["messagesConsumedCounter"] = s->stats().acks_applied;
+        co["cursorLedger"] = -1;
+        co["cursorLedgerLastEntry"] = -1;
+        co["individuallyDeletedMessages"] = ranges_text(d.ledger_id, c.acked_ranges);
+        co["lastLedgerSwitchTimestamp"] = "";
+        co["state"] = c.state == "DELETED" ? "Closed" : "Open";
+        co["numberOfEntriesSinceFirstNotAckedMessage"] =
+            c.read_position > c.mark_delete ? c.read_position - c.mark_delete + 1 : 1;
+        co["totalNonContiguousDeletedMessagesRange"] = c.acked_ranges.size();
+        json::object props;
+        for (const auto& [k, v] : c.properties) {
+            props[k] = v;
+        }
+        co["properties"] = std::move(props);
+        // Nereus: the cursor's fence, lifecycle and the reference to its persisted state.
+        co["cursorGeneration"] = c.fence.generation;
+        co["ackStateEpoch"] = c.fence.epoch;
+        co["lifecycle"] = c.state;
+        co["durable"] = s->durable();
+        co["partlyAckedBatches"] = c.partly_acked_batches;
+        co["backlog"] = s->backlog();
+        json::object snap;
+        snap["spilled"] = c.spilled;
+        snap["rootVersion"] = c.root_version;
+        co["snapshot"] = std::move(snap);
+        cursors[s->name()] = std::move(co);
+    }
+    o["cursors"] = std::move(cursors);
+    return o;
+}
+
+// One label set for a topic's series.
+std::string labels(const admin_context& ctx, const broker::topic& t) {
+    return fmt::format(R"(cluster="{}",namespace="{}",topic="{}")", ctx.cluster,
+                       t.name().namespace_name(), t.full_name());
+}
+
+std::string metrics_text(admin_context& ctx) {
+    std::string out;
+    const auto all = ctx.backend.topic_names();
+    out += "# HELP pulsar_topics_count Number of topics known to the broker.\n";
+    out += "# TYPE pulsar_topics_count gauge\n";
+    out += fmt::format("pulsar_topics_count{{cluster=\"{}\"}} {}\n", ctx.cluster, all.size());
+    // Per-topic series cover the topics open in the broker (a topic no client or admin call
+    // touched since the start has no live counters).
+    const auto topics = ctx.topics.open_topics();
+    struct sub_row {
+        std::string labels;
+        std::uint64_t backlog;
+        std::size_t consumers;
+        std::uint64_t out;
+    };
+    std::string producers, subscriptions, consumers, in_msgs, in_bytes, out_msgs;
+    std::vector<sub_row> subs;
+    for (const auto& t : topics) {
+        const auto l = labels(ctx, *t);
+        std::size_t ncons = 0;
+        std::uint64_t nout = 0;
+        const auto ss = t->open_subscriptions();
+        for (const auto& s : ss) {
+            const auto c = s->consumer_count();
+            const auto o = s->stats().messages_dispatched;
+            ncons += c;
+            nout += o;
+            subs.push_back(
+                {fmt::format(R"({},subscription="{}")", l, s->name()), s->backlog(), c, o});
+        }
+        producers += fmt::format("pulsar_producers_count{{{}}} {}\n", l, t->producer_count());
+        subscriptions += fmt::format("pulsar_subscriptions_count{{{}}} {}\n", l, ss.size());
+        consumers += fmt::format("pulsar_consumers_count{{{}}} {}\n", l, ncons);
+        in_msgs += fmt::format("pulsar_in_messages_total{{{}}} {}\n", l, t->messages_in());
+        in_bytes += fmt::format("pulsar_in_bytes_total{{{}}} {}\n", l, t->bytes_in());
+        out_msgs += fmt::format("pulsar_out_messages_total{{{}}} {}\n", l, nout);
+    }
+    auto family = [&out](std::string_view name, std::string_view type, std::string_view help,
+                         const std::string& rows) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+        out += rows;
+    };
+    family("pulsar_producers_count", "gauge", "Producers attached to the topic.", producers);
+    family("pulsar_subscriptions_count", "gauge", "Subscriptions open on the topic.",
+           subscriptions);
+    family("pulsar_consumers_count", "gauge", "Consumers attached to the topic.", consumers);
+    family("pulsar_in_messages_total", "counter",
+           "Messages appended durably since the topic "
+           "opened.",
+           in_msgs);
+    family("pulsar_in_bytes_total", "counter", "Bytes appended durably since the topic opened.",
+           in_bytes);
+    family("pulsar_out_messages_total", "counter", "Messages dispatched to consumers.", out_msgs);
+    std::string backlog, sub_consumers, sub_out;
+    for (const auto& s : subs) {
+        backlog += fmt::format("pulsar_subscription_back_log{{{}}} {}\n", s.labels, s.backlog);
+        sub_consumers +=
+            fmt::format("pulsar_subscription_consumers_count{{{}}} {}\n", s.labels, s.consumers);
+        sub_out +=
+            fmt::format("pulsar_subscription_out_messages_total{{{}}} {}\n", s.labels, s.out);
+    }
+    family("pulsar_subscription_back_log", "gauge", "Entries not yet acked on the subscription.",
+           backlog);
+    family("pulsar_subscription_consumers_count", "gauge", "Consumers of the subscription.",
+           sub_consumers);
+    family("pulsar_subscription_out_messages_total", "counter",
+           "Messages dispatched on the subscription.", sub_out);
+    return out;
+}
+
+}  // namespace
+
+void add_stats_routes(router& r, admin_context& ctx) {
+    r.add("GET", std::string(base) + "/stats", [&ctx](const http_request&, const path_params& p) {
+        auto name = topic_from(ctx, p);
+        if (!name) {
+            return name.error();
+        }
+        auto n = broker::partition_count(ctx.backend, *name);
+        if (n && *n > 0) {
+            return error_response(404,
+                                  "Topic is partitioned: use .../partitioned-stats or a "
+                                  "partition");
+        }
+        auto t = ctx.topics.open(*name, false);
+        if (!t) {
+            return error_from(t.error());
+        }
+        return json_response(200, topic_stats(**t));
+    });
+    r.add("GET", std::string(base) + "/partitioned-stats",
+          [&ctx](const http_request&, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (!n) {
+                  return error_from(n.error());
+              }
+              if (*n == 0) {
+                  return error_response(404, "Partitioned topic does not exist");
+              }
+              auto targets = open_targets(ctx, *name);
+              if (!targets) {
+                  return targets.error();
+              }
+              json::object o;
+              json::object partitions;
+              std::uint64_t in = 0, bytes = 0;
+              for (auto& t : *targets) {
+                  in += t->messages_in();
+                  bytes += t->bytes_in();
+                  partitions[t->full_name()] = topic_stats(*t);
+              }
+              o["metadata"] = json::object{{"partitions", *n}};
+              o["msgInCounter"] = in;
+              o["bytesInCounter"] = bytes;
+              o["partitions"] = std::move(partitions);
+              return json_response(200, o);
+          });
+    r.add("GET", std::string(base) + "/internalStats",
+          [&ctx](const http_request&, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (n && *n > 0) {
+                  return error_response(404, "Topic is partitioned: ask a partition");
+              }
+              auto t = ctx.topics.open(*name, false);
+              if (!t) {
+                  return error_from(t.error());
+              }
+              return json_response(200, internal_stats(**t));
+          });
+    auto metrics = [&ctx](const http_request&, const path_params&) {
+        return text_response(200, metrics_text(ctx), "text/plain; version=0.0.4");
+    };
+    r.add("GET", "/metrics", metrics);
+}
+
+}  // namespace nereus::admin

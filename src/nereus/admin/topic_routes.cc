@@ -1,0 +1,252 @@
+// Topics (list, create, delete), partitioned topics (create, metadata, list, delete) and the
+// HTTP lookup.
+
+#include "nereus/admin/errors.h"
+#include "nereus/admin/routes.h"
+#include "nereus/broker/partitioned_topics.h"
+#include "nereus/proto/server_error.h"
+
+#include <algorithm>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+namespace nereus::admin {
+
+namespace json = boost::json;
+
+namespace {
+
+bool topic_exists(admin_context& ctx, const std::string& full) {
+    const auto names = ctx.backend.topic_names();
+    return std::find(names.begin(), names.end(), full) != names.end();
+}
+
+// Deletes one non-partitioned topic through the registry: 412 while it has producers or
+// consumers unless `force` (then its consumers are disconnected first; producers find the
+// topic gone at their next send). Durable before it returns.
+std::optional<http_response> delete_one(admin_context& ctx, const std::string& full, bool force) {
+    bool busy = false;
+    auto r = ctx.topics.remove(full, [&](const std::shared_ptr<broker::topic>& t) -> result<void> {
+        if (!t) {
+            return {};
+        }
+        auto subs = t->open_subscriptions();
+        std::size_t consumers = 0;
+        for (const auto& s : subs) {
+            consumers += s->consumer_count();
+        }
+        if ((consumers > 0 || t->producer_count() > 0) && !force) {
+            busy = true;
+            return nereus::error(proto::error_kind::consumer_busy);
+        }
+        for (const auto& s : subs) {
+            s->disconnect_consumers();
+        }
+        return {};
+    });
+    if (!r) {
+        if (busy) {
+            return error_response(412, "Topic has active producers/subscriptions");
+        }
+        return error_from(r.error());
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+void add_topic_routes(router& r, admin_context& ctx) {
+    // Non-partitioned topics and every partition of the partitioned ones, as full names.
+    r.add("GET", "/admin/v2/persistent/{tenant}/{namespace}",
+          [&ctx](const http_request&, const path_params& p) {
+              const auto& t = p.find("tenant")->second;
+              const auto& ns = p.find("namespace")->second;
+              if (auto e = check_namespace(ctx, t, ns)) {
+                  return *e;
+              }
+              auto names = ctx.topics.topics_in_namespace(t + "/" + ns);
+              std::sort(names.begin(), names.end());
+              json::array a;
+              for (const auto& n : names) {
+                  a.emplace_back(n);
+              }
+              return json_response(200, a);
+          });
+    r.add("GET", "/admin/v2/persistent/{tenant}/{namespace}/partitioned",
+          [&ctx](const http_request&, const path_params& p) {
+              const auto& t = p.find("tenant")->second;
+              const auto& ns = p.find("namespace")->second;
+              if (auto e = check_namespace(ctx, t, ns)) {
+                  return *e;
+              }
+              auto l = broker::list_partitioned_topics(ctx.backend, t, ns);
+              if (!l) {
+                  return error_from(l.error());
+              }
+              json::array a;
+              for (const auto& pt : *l) {
+                  a.emplace_back(pt.full);
+              }
+              return json_response(200, a);
+          });
+
+    // ---- partitioned topics ----
+    // Body: the number of partitions (a JSON integer). The metadata record, then every
+    // partition's ledger, each durable before 204.
+    r.add("PUT", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions",
+          [&ctx](const http_request& req, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              auto v = parse_json(req.body);
+              if (!v) {
+                  return error_response(400, "Invalid number of partitions: not JSON");
+              }
+              auto n = json_int(*v);
+              if (!n) {
+                  return error_response(400, "Invalid number of partitions: not an integer");
+              }
+              if (*n <= 0) {
+                  return error_response(412, "Number of partitions should be more than 0");
+              }
+              if (*n > static_cast<std::int64_t>(broker::max_partitions)) {
+                  return error_response(412, "Number of partitions is too large");
+              }
+              if (name->partition) {
+                  return error_response(412,
+                                        "Partitioned topic name must not carry a "
+                                        "-partition- suffix");
+              }
+              std::lock_guard lock(ctx.write_mu);
+              if (topic_exists(ctx, name->full())) {
+                  return error_response(409, "This topic already exists");
+              }
+              auto created = broker::create_partitioned_metadata(ctx.backend, *name,
+                                                                 static_cast<std::uint32_t>(*n));
+              if (!created) {
+                  return error_from(created.error());
+              }
+              if (!*created) {
+                  return error_response(409, "Partitioned topic already exists");
+              }
+              for (std::int64_t i = 0; i < *n; ++i) {
+                  auto pn =
+                      broker::parse_topic_name(name->full() + "-partition-" + std::to_string(i));
+                  if (!pn) {
+                      return error_from(pn.error());
+                  }
+                  if (auto t = ctx.topics.open(*pn, true, true); !t) {
+                      return error_from(t.error());
+                  }
+              }
+              return no_content();
+          });
+    r.add("GET", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions",
+          [&ctx](const http_request&, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (!n) {
+                  return error_from(n.error());
+              }
+              json::object o;
+              o["partitions"] = *n;
+              return json_response(200, o);
+          });
+    r.add("DELETE", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions",
+          [&ctx](const http_request& req, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              std::lock_guard lock(ctx.write_mu);
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (!n) {
+                  return error_from(n.error());
+              }
+              if (*n == 0) {
+                  return error_response(404, "Partitioned topic does not exist");
+              }
+              const bool force = req.flag("force");
+              for (std::uint32_t i = 0; i < *n; ++i) {
+                  const auto full = name->full() + "-partition-" + std::to_string(i);
+                  if (!topic_exists(ctx, full)) {
+                      continue;
+                  }
+                  if (auto e = delete_one(ctx, full, force)) {
+                      return *e;
+                  }
+              }
+              if (auto r = broker::remove_partitioned_metadata(ctx.backend, *name); !r) {
+                  return error_from(r.error());
+              }
+              return no_content();
+          });
+
+    // ---- non-partitioned topics ----
+    // Creates the topic's ledger (durable before 204). 409 when it, or a partitioned topic of
+    // that name, exists.
+    r.add("PUT", "/admin/v2/persistent/{tenant}/{namespace}/{topic}",
+          [&ctx](const http_request&, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              std::lock_guard lock(ctx.write_mu);
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (!n) {
+                  return error_from(n.error());
+              }
+              if (*n > 0 || topic_exists(ctx, name->full())) {
+                  return error_response(409, "This topic already exists");
+              }
+              if (auto t = ctx.topics.open(*name, true, true); !t) {
+                  return error_from(t.error());
+              }
+              return no_content();
+          });
+    // Deletes the topic, its subscriptions and its entries (durable before 204).
+    r.add("DELETE", "/admin/v2/persistent/{tenant}/{namespace}/{topic}",
+          [&ctx](const http_request& req, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              std::lock_guard lock(ctx.write_mu);
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (!n) {
+                  return error_from(n.error());
+              }
+              if (*n > 0) {
+                  return error_response(409,
+                                        "Topic is a partitioned topic: delete it with "
+                                        "DELETE .../partitions");
+              }
+              if (auto e = delete_one(ctx, name->full(), req.flag("force"))) {
+                  return *e;
+              }
+              return no_content();
+          });
+
+    // ---- lookup ----
+    // Standalone owns every topic: always this broker (never a redirect).
+    r.add("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}",
+          [&ctx](const http_request&, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              json::object o;
+              o["brokerUrl"] = ctx.broker.service_url();
+              o["brokerUrlTls"] = "";
+              o["httpUrl"] = ctx.http_url();
+              o["httpUrlTls"] = "";
+              o["nativeUrl"] = ctx.broker.service_url();
+              return json_response(200, o);
+          });
+}
+
+}  // namespace nereus::admin

@@ -1,0 +1,133 @@
+// The HTTP layer on its own: target parsing, the router's 404/405, and the server's limits
+// (413 for an oversized body, 400 for a malformed request, keep-alive, graceful stop).
+
+#include "nereus/admin/http_server.h"
+
+#include "nereus/admin/router.h"
+
+#include <gtest/gtest.h>
+
+#include "support/http_client.h"
+#include <atomic>
+#include <string>
+
+namespace nereus::admin::test {
+namespace {
+
+TEST(HttpTarget, DecodesPathAndQuery) {
+    http_request r;
+    ASSERT_TRUE(parse_target("/admin/v2/persistent/a%2Fb/ns/t%20x?force=true&x=a+b", r));
+    ASSERT_EQ(r.path.size(), 6U);
+    EXPECT_EQ(r.path[3], "a/b");
+    EXPECT_EQ(r.path[5], "t x");
+    EXPECT_TRUE(r.flag("force"));
+    EXPECT_EQ(r.query["x"], "a b");
+    EXPECT_FALSE(parse_target("/bad%zz", r));
+    EXPECT_FALSE(parse_target("/bad%2", r));
+    EXPECT_FALSE(parse_target("no-slash", r));
+}
+
+TEST(Router, MatchesCapturesAndAnswers404And405) {
+    router rt;
+    rt.add("GET", "/a/{x}/c", [](const http_request&, const path_params& p) {
+        return text_response(200, p.find("x")->second, "text/plain");
+    });
+    rt.add("GET", "/a/lit", [](const http_request&, const path_params&) {
+        return text_response(200, "lit", "text/plain");
+    });
+    http_request r;
+    r.method = "GET";
+    ASSERT_TRUE(parse_target("/a/q/c", r));
+    auto res = rt.route(r);
+    EXPECT_EQ(res.status, 200U);
+    EXPECT_EQ(res.body, "q");
+    r.method = "PUT";
+    EXPECT_EQ(rt.route(r).status, 405U);
+    r.method = "GET";
+    ASSERT_TRUE(parse_target("/a/q/d", r));
+    EXPECT_EQ(rt.route(r).status, 404U);
+    ASSERT_TRUE(parse_target("/a/lit", r));
+    EXPECT_EQ(rt.route(r).body, "lit");
+}
+
+class HttpServerTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        http_server_options o;
+        o.bind_address = "127.0.0.1";
+        o.port = 0;
+        o.max_body_bytes = 1024;
+        server_ = std::make_unique<http_server>(o, [this](const http_request& r) {
+            ++calls_;
+            return text_response(200, r.method + " " + r.target + " " + r.body, "text/plain");
+        });
+        ASSERT_TRUE(server_->start().has_value());
+    }
+    void TearDown() override { server_->stop(); }
+
+    std::unique_ptr<http_server> server_;
+    std::atomic<int> calls_{0};
+};
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+    auto c = http_client::open(server_->port());
+    ASSERT_TRUE(c);
+    for (int i = 0; i < 3; ++i) {
+        auto r = c->request("PUT", "/x?i=" + std::to_string(i), "body");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200U);
+        EXPECT_EQ(r->body, "PUT /x?i=" + std::to_string(i) + " body");
+        EXPECT_TRUE(r->keep_alive);
+    }
+    EXPECT_EQ(calls_.load(), 3);
+}
+
+TEST_F(HttpServerTest, OversizedBodyIs413AndNeverReachesTheHandler) {
+    auto c = http_client::open(server_->port());
+    ASSERT_TRUE(c);
+    // Only the header: the Content-Length alone is over the limit.
+    auto r = c->raw("PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4096\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413U);
+    EXPECT_EQ(r->reason(), "Request body too large");
+    EXPECT_EQ(calls_.load(), 0);
+    // A body just under the limit is fine.
+    auto c2 = http_client::open(server_->port());
+    auto ok = c2->request("PUT", "/x", std::string(1000, 'a'));
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200U);
+}
+
+TEST_F(HttpServerTest, ExpectContinueIsAnsweredBeforeTheBody) {
+    auto c = http_client::open(server_->port());
+    ASSERT_TRUE(c);
+    auto cont =
+        c->raw("PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+    ASSERT_TRUE(cont);
+    EXPECT_EQ(cont->status, 100U);
+    auto r = c->raw("body");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200U);
+    EXPECT_EQ(r->body, "PUT /x body");
+}
+
+TEST_F(HttpServerTest, MalformedRequestIs400AndClosed) {
+    auto c = http_client::open(server_->port());
+    ASSERT_TRUE(c);
+    auto r = c->raw("THIS IS NOT HTTP\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400U);
+    EXPECT_FALSE(r->keep_alive);
+    EXPECT_EQ(calls_.load(), 0);
+}
+
+TEST_F(HttpServerTest, StopClosesIdleKeepAliveConnections) {
+    auto c = http_client::open(server_->port());
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(c->get("/x"));
+    server_->stop();
+    EXPECT_TRUE(c->wait_closed());
+}
+
+}  // namespace
+}  // namespace nereus::admin::test

@@ -1,0 +1,64 @@
+// stats and /metrics.
+
+#include "support/admin_fixture.h"
+#include "support/wire_helpers.h"
+#include <boost/json.hpp>
+
+namespace nereus::admin::test {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view topic = "persistent://public/default/st";
+const std::string base = "/admin/v2/persistent/public/default/st";
+
+TEST_F(AdminTest, TopicStatsCountsProducersSubscriptionsAndMessages) {
+    auto p = wire();
+    ASSERT_TRUE(create_producer(*p, topic, 0));
+    auto c = wire();
+    ASSERT_TRUE(subscribe(*c, topic, "s", 0, 100, true, /*shared=*/1));
+    ASSERT_EQ(produce(*p, 0, 3), 3);
+    ASSERT_EQ(receive(*c, 3).size(), 3U);
+    auto r = http_->get(base + "/stats");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200U);
+    const auto v = r->json();
+    EXPECT_EQ(v.at("msgInCounter"), 3);
+    EXPECT_GT(v.at("bytesInCounter").as_int64(), 0);
+    EXPECT_EQ(v.at("msgOutCounter"), 3);
+    EXPECT_EQ(v.at("publishers").as_array().size(), 1U);
+    const auto& s = v.at("subscriptions").at("s");
+    EXPECT_EQ(s.at("type"), "Shared");
+    EXPECT_EQ(s.at("msgBacklog"), 3);
+    EXPECT_EQ(s.at("unackedMessages"), 3);
+    EXPECT_EQ(s.at("consumers").as_array().size(), 1U);
+    EXPECT_EQ(s.at("isDurable"), true);
+}
+
+TEST_F(AdminTest, MetricsInPrometheusText) {
+    auto p = wire();
+    ASSERT_TRUE(create_producer(*p, topic, 0));
+    auto c = wire();
+    ASSERT_TRUE(subscribe(*c, topic, "s", 0, 100));
+    ASSERT_EQ(produce(*p, 0, 2), 2);
+    ASSERT_EQ(receive(*c, 2).size(), 2U);
+    auto r = http_->get("/metrics");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200U);
+    EXPECT_EQ(r->content_type.rfind("text/plain", 0), 0U);
+    const auto& m = r->body;
+    const std::string l =
+        R"(cluster="standalone",namespace="public/default",topic="persistent://public/default/st")";
+    EXPECT_NE(m.find("pulsar_topics_count{cluster=\"standalone\"} 1\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("pulsar_producers_count{" + l + "} 1\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("pulsar_consumers_count{" + l + "} 1\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("pulsar_in_messages_total{" + l + "} 2\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("pulsar_out_messages_total{" + l + "} 2\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("pulsar_subscription_back_log{" + l + ",subscription=\"s\"} 2\n"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("# TYPE pulsar_in_messages_total counter"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nereus::admin::test

@@ -1,0 +1,112 @@
+// `--config FILE` parsing: Pulsar key names, comments, precedence inside the file, and every
+// kind of bad input failing closed (error with the line, options untouched).
+#include "nereus/broker/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace nereus::broker {
+namespace {
+
+TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
+    standalone_options o;
+    auto r = parse_standalone_config(
+        "# a comment\n"
+        "\n"
+        "  brokerServicePort = 6651\n"
+        "webServicePort=8081\r\n"
+        "bindAddress=0.0.0.0\n"
+        "advertisedAddress=broker-1.example\n"
+        "dataDir=/var/lib/nereus\n"
+        "numIOThreads=8\n"
+        "maxMessageSize=1048576\n"
+        "allowAutoTopicCreation=false\n"
+        "allowAutoTopicCreationType=non-partitioned\n"
+        "maxUnackedMessagesPerConsumer=1000\n"
+        "keepAliveIntervalSeconds=5\n"
+        "brokerShutdownTimeoutMs=100\n"
+        "dispatcherMaxReadBatchSize=32\n",
+        "t.conf", o);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(o.port, 6651);
+    EXPECT_EQ(o.http_port, 8081);
+    EXPECT_EQ(o.bind_address, "0.0.0.0");
+    EXPECT_EQ(o.advertised_address, "broker-1.example");
+    EXPECT_EQ(o.data_dir, "/var/lib/nereus");
+    EXPECT_EQ(o.io_threads, 8u);
+    EXPECT_EQ(o.max_message_size, 1048576u);
+    EXPECT_FALSE(o.auto_create_topics);
+    EXPECT_EQ(o.max_unacked_per_consumer, 1000u);
+    EXPECT_EQ(o.keepalive_interval_s, 5u);
+    EXPECT_EQ(o.stop_timeout_ms, 100u);
+    EXPECT_EQ(o.dispatch_batch, 32u);
+}
+
+TEST(StandaloneConfig, EmptyFileKeepsDefaultsAndLastOccurrenceWins) {
+    standalone_options o;
+    ASSERT_TRUE(parse_standalone_config("", "t.conf", o));
+    EXPECT_EQ(o.port, 6650);
+    EXPECT_EQ(o.http_port, 8080);
+    EXPECT_TRUE(o.auto_create_topics);
+    ASSERT_TRUE(parse_standalone_config("brokerServicePort=1\nbrokerServicePort=2", "t.conf", o));
+    EXPECT_EQ(o.port, 2);
+}
+
+// Each bad file: an error naming the line, and the options exactly as before.
+TEST(StandaloneConfig, BadInputFailsClosedWithTheLine) {
+    struct bad_case {
+        const char* text;
+        int line;
+        const char* needle;
+    };
+    const bad_case cases[] = {
+        {"brokerServicePort=7000\nnot a key value line\n", 2, "expected key=value"},
+        {"brokerServicePort=7000\nbrokerServicePrt=1\n", 2, "unknown key 'brokerServicePrt'"},
+        {"brokerServicePort=70000\n", 1, "outside 0..65535"},
+        {"brokerServicePort=-1\n", 1, "not a non-negative integer"},
+        {"brokerServicePort=12ab\n", 1, "not a non-negative integer"},
+        {"brokerServicePort=\n", 1, "not a non-negative integer"},
+        {"numIOThreads=0\n", 1, "outside 1..64"},
+        {"maxMessageSize=1\n", 1, "outside"},
+        {"allowAutoTopicCreation=yes\n", 1, "neither true nor false"},
+        {"allowAutoTopicCreationType=partitioned\n", 1, "only non-partitioned"},
+        {"dataDir=\n", 1, "empty"},
+        {"brokerServicePort=99999999999999999999999\n", 1, "not a non-negative integer"},
+    };
+    for (const auto& c : cases) {
+        standalone_options o;
+        o.port = 1234;
+        auto r = parse_standalone_config(c.text, "bad.conf", o);
+        ASSERT_FALSE(r) << c.text;
+        EXPECT_EQ(r.error().line, c.line) << c.text;
+        EXPECT_NE(r.error().to_string().find(c.needle), std::string::npos) << r.error().to_string();
+        EXPECT_EQ(r.error().to_string().rfind("bad.conf:", 0), 0u) << r.error().to_string();
+        EXPECT_EQ(o.port, 1234) << "a bad file must change nothing: " << c.text;
+    }
+}
+
+TEST(StandaloneConfig, LoadsAFileAndReportsAnUnreadableOne) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("nereus-config-test-" + std::to_string(::getpid()));
+    {
+        std::ofstream out(path);
+        out << "webServicePort=9090\n";
+    }
+    standalone_options o;
+    auto r = load_standalone_config(path.string(), o);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(o.http_port, 9090);
+
+    auto missing = load_standalone_config(path.string(), o);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().line, 0);
+    EXPECT_NE(missing.error().to_string().find("cannot be read"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nereus::broker
