@@ -12,8 +12,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using nereus::proto::compression;
-    if (size < 4)
+    if (size < 4) {
         return 0;
+    }
     const auto codec = static_cast<compression>(data[0] % 5);
     const std::uint32_t claimed =
         ((std::uint32_t{data[1]} << 16) | (std::uint32_t{data[2]} << 8) | std::uint32_t{data[3]}) &
@@ -22,14 +23,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                              size - 4);
     std::vector<std::byte> scratch;
     if (auto out = nereus::proto::decompress(codec, payload, claimed, scratch)) {
-        if (codec != compression::none && out->size() != claimed)
+        if (codec != compression::none && out->size() != claimed) {
             std::abort();
+        }
     }
     std::vector<std::byte> packed_buf;
     std::vector<std::byte> back_buf;
     auto packed = nereus::proto::compress(codec, payload, packed_buf);
-    if (!packed)
+    if (!packed) {
         std::abort();
+    }
     const std::vector<std::byte> wire(packed->begin(), packed->end());
     auto back = nereus::proto::decompress(codec, wire, static_cast<std::uint32_t>(payload.size()),
                                           back_buf);
