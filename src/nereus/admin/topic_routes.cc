@@ -16,6 +16,18 @@ namespace json = boost::json;
 
 namespace {
 
+// Pulsar answers a partition count out of range with 406 Not Acceptable.
+std::optional<http_response> partition_count_error(std::int64_t n) {
+    if (n <= 0) {
+        return error_response(406, "Number of partitions should be more than 0");
+    }
+    if (n > static_cast<std::int64_t>(broker::max_partitions)) {
+        return error_response(406, "Number of partitions should be less than or equal to " +
+                                       std::to_string(broker::max_partitions));
+    }
+    return std::nullopt;
+}
+
 bool topic_exists(admin_context& ctx, const std::string& full) {
     const auto names = ctx.backend.topic_names();
     return std::find(names.begin(), names.end(), full) != names.end();
@@ -107,11 +119,8 @@ void add_topic_routes(router& r, admin_context& ctx) {
               if (!n) {
                   return error_response(400, "Invalid number of partitions: not an integer");
               }
-              if (*n <= 0) {
-                  return error_response(412, "Number of partitions should be more than 0");
-              }
-              if (*n > static_cast<std::int64_t>(broker::max_partitions)) {
-                  return error_response(412, "Number of partitions is too large");
+              if (auto bad = partition_count_error(*n)) {
+                  return *bad;
               }
               if (name->partition) {
                   return error_response(412,
@@ -139,6 +148,60 @@ void add_topic_routes(router& r, admin_context& ctx) {
                   if (auto t = ctx.topics.open(*pn, true, true); !t) {
                       return error_from(t.error());
                   }
+              }
+              return no_content();
+          });
+    // Raises the partition count (Pulsar's updatePartitionedTopic; it never shrinks). The new
+    // partitions' ledgers first, then the count by compare-and-set, each durable before 204: a
+    // crash in between leaves unused partitions that clients do not see yet, and a retry
+    // finishes the job.
+    r.add("POST", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/partitions",
+          [&ctx](const http_request& req, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              auto v = parse_json(req.body);
+              if (!v) {
+                  return error_response(400, "Invalid number of partitions: not JSON");
+              }
+              auto n = json_int(*v);
+              if (!n) {
+                  return error_response(400, "Invalid number of partitions: not an integer");
+              }
+              if (auto bad = partition_count_error(*n)) {
+                  return *bad;
+              }
+              std::lock_guard lock(ctx.write_mu);
+              auto cur = broker::partition_count(ctx.backend, *name);
+              if (!cur) {
+                  return error_from(cur.error());
+              }
+              if (*cur == 0) {
+                  return error_response(404, "Partitioned topic does not exist");
+              }
+              if (static_cast<std::int64_t>(*cur) >= *n) {
+                  return error_response(409,
+                                        "Number of new partitions must be greater than existing "
+                                        "number of partitions");
+              }
+              for (std::int64_t i = *cur; i < *n; ++i) {
+                  auto pn =
+                      broker::parse_topic_name(name->full() + "-partition-" + std::to_string(i));
+                  if (!pn) {
+                      return error_from(pn.error());
+                  }
+                  if (auto t = ctx.topics.open(*pn, true, true); !t) {
+                      return error_from(t.error());
+                  }
+              }
+              auto updated = broker::update_partitioned_metadata(ctx.backend, *name, *cur,
+                                                                 static_cast<std::uint32_t>(*n));
+              if (!updated) {
+                  return error_from(updated.error());
+              }
+              if (!*updated) {
+                  return error_response(409, "The partitioned topic changed meanwhile");
               }
               return no_content();
           });

@@ -497,6 +497,24 @@ public:
         return r->applied;
     }
 
+    result<bool> replace_admin_record(const std::string& key,
+                                      const std::string& expected,
+                                      const std::string& value) override {
+        auto cur = meta::get_sync(*meta_, std::string(admin_prefix) + key);
+        if (!cur) {
+            return nereus::error(cur.error());
+        }
+        if (!*cur || (*cur)->value != expected) {
+            return false;
+        }
+        // Versioned: a concurrent change between the read and the write makes this false.
+        auto r = meta::cas_sync(*meta_, std::string(admin_prefix) + key, (*cur)->ver, value);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        return r->applied;
+    }
+
     result<bool> remove_admin_record(const std::string& key) override {
         auto cur = meta::get_sync(*meta_, std::string(admin_prefix) + key);
         if (!cur) {

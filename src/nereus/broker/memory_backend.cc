@@ -451,6 +451,17 @@ public:
         std::lock_guard lock(mu_);
         return records_.emplace(key, value).second;
     }
+    result<bool> replace_admin_record(const std::string& key,
+                                      const std::string& expected,
+                                      const std::string& value) override {
+        std::lock_guard lock(mu_);
+        auto it = records_.find(key);
+        if (it == records_.end() || it->second != expected) {
+            return false;
+        }
+        it->second = value;
+        return true;
+    }
     result<bool> remove_admin_record(const std::string& key) override {
         std::lock_guard lock(mu_);
         return records_.erase(key) > 0;

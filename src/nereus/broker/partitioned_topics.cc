@@ -114,6 +114,16 @@ result<bool> create_partitioned_metadata(topic_backend& b,
     return b.create_admin_record(partitioned_key(n), std::to_string(partitions));
 }
 
+result<bool> update_partitioned_metadata(topic_backend& b,
+                                         const topic_name& n,
+                                         std::uint32_t from,
+                                         std::uint32_t to) {
+    if (from == 0 || to <= from || to > max_partitions) {
+        return nereus::error(proto::error_kind::bad_request);
+    }
+    return b.replace_admin_record(partitioned_key(n), std::to_string(from), std::to_string(to));
+}
+
 result<bool> remove_partitioned_metadata(topic_backend& b, const topic_name& n) {
     return b.remove_admin_record(partitioned_key(n));
 }

@@ -49,6 +49,13 @@ std::string partitioned_key(const topic_name& n);
 [[nodiscard]] result<bool> create_partitioned_metadata(topic_backend& b,
                                                        const topic_name& n,
                                                        std::uint32_t partitions);
+// Raises N from `from` to `to` (a compare-and-set on the record). true: updated; false: the
+// record is absent or no longer holds `from`. Errors: bad_request unless from < to <=
+// max_partitions.
+[[nodiscard]] result<bool> update_partitioned_metadata(topic_backend& b,
+                                                       const topic_name& n,
+                                                       std::uint32_t from,
+                                                       std::uint32_t to);
 // true: removed; false: there was none.
 [[nodiscard]] result<bool> remove_partitioned_metadata(topic_backend& b, const topic_name& n);
 // The partitioned topics of namespace tenant/ns, by name.

@@ -241,6 +241,11 @@ public:
     // Creates the record if absent: true when created, false when the key already existed.
     [[nodiscard]] virtual result<bool> create_admin_record(const std::string& key,
                                                            const std::string& value) = 0;
+    // Replaces the record's value with `value` only if it currently holds `expected` (a
+    // compare-and-set): true when replaced, false when absent or holding something else.
+    [[nodiscard]] virtual result<bool> replace_admin_record(const std::string& key,
+                                                            const std::string& expected,
+                                                            const std::string& value) = 0;
     // True when removed, false when it did not exist.
     [[nodiscard]] virtual result<bool> remove_admin_record(const std::string& key) = 0;
     // Every record whose key starts with `prefix`, in key order.

@@ -127,13 +127,44 @@ TEST_F(AdminTest, PartitionCountBadInputChangesNothing) {
     EXPECT_EQ(status("PUT", pt + "/partitions", "three"), 400U);
     EXPECT_EQ(status("PUT", pt + "/partitions", R"({"n":3})"), 400U);
     EXPECT_EQ(status("PUT", pt + "/partitions", "2.5"), 400U);
-    EXPECT_EQ(status("PUT", pt + "/partitions", "0"), 412U);
-    EXPECT_EQ(status("PUT", pt + "/partitions", "-4"), 412U);
+    EXPECT_EQ(status("PUT", pt + "/partitions", "0"), 406U);
+    EXPECT_EQ(status("PUT", pt + "/partitions", "-4"), 406U);
+    EXPECT_EQ(status("PUT", pt + "/partitions", "10001"), 406U);
     EXPECT_EQ(status("PUT", pt + "/partitions", ""), 400U);
     EXPECT_EQ(status("PUT", topic_path("bad-partition-1") + "/partitions", "2"), 412U);
     EXPECT_EQ(http_->get(std::string(ns_path) + "/partitioned")->json(), json::array());
     EXPECT_EQ(http_->get(ns_path)->json(), json::array());
     EXPECT_EQ(status("PUT", "/admin/v2/persistent/public/nope/x/partitions", "2"), 404U);
+}
+
+// POST .../partitions raises the count (Pulsar's updatePartitionedTopic): the new partitions
+// exist and PARTITIONED_METADATA answers the new count; shrinking, the same count, a topic that
+// is not partitioned and out-of-range counts are refused and change nothing.
+TEST_F(AdminTest, PartitionCountGrowsAndNeverShrinks) {
+    const auto pt = topic_path("grow");
+    ASSERT_EQ(status("PUT", pt + "/partitions", "2"), 204U);
+    EXPECT_EQ(status("POST", pt + "/partitions", "2"), 409U);
+    EXPECT_EQ(status("POST", pt + "/partitions", "1"), 409U);
+    EXPECT_EQ(status("POST", pt + "/partitions", "0"), 406U);
+    EXPECT_EQ(status("POST", pt + "/partitions", "10001"), 406U);
+    EXPECT_EQ(status("POST", pt + "/partitions", "four"), 400U);
+    EXPECT_EQ(http_->get(pt + "/partitions")->json().at("partitions"), 2);
+
+    ASSERT_EQ(status("POST", pt + "/partitions", "4"), 204U);
+    EXPECT_EQ(http_->get(pt + "/partitions")->json().at("partitions"), 4);
+    EXPECT_EQ(http_->get(ns_path)->json(), json::parse(R"([
+        "persistent://public/default/grow-partition-0",
+        "persistent://public/default/grow-partition-1",
+        "persistent://public/default/grow-partition-2",
+        "persistent://public/default/grow-partition-3"])"));
+    auto c = wire();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(partitioned_metadata(*c, "persistent://public/default/grow"), 4U);
+
+    ASSERT_EQ(status("PUT", topic_path("flat")), 204U);
+    EXPECT_EQ(status("POST", topic_path("flat") + "/partitions", "3"), 404U);
+    EXPECT_EQ(status("POST", topic_path("never") + "/partitions", "3"), 404U);
+    EXPECT_EQ(http_->get(topic_path("flat") + "/partitions")->json().at("partitions"), 0);
 }
 
 TEST_F(AdminTest, PartitionedMetadataOnTheBinaryProtocolAndPartitionsServeClients) {
