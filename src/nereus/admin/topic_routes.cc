@@ -16,21 +16,49 @@ namespace json = boost::json;
 
 namespace {
 
-// Pulsar answers a partition count out of range with 406 Not Acceptable.
-std::optional<http_response> partition_count_error(std::int64_t n) {
-    if (n <= 0) {
-        return error_response(406, "Number of partitions should be more than 0");
+// The partition count in a request body: a JSON integer in 1..max_partitions, else the answer
+// Pulsar gives (400 not an integer, 406 out of range).
+tl::expected<std::uint32_t, http_response> partition_count_of(const http_request& req) {
+    auto v = parse_json(req.body);
+    if (!v) {
+        return tl::unexpected(error_response(400, "Invalid number of partitions: not JSON"));
     }
-    if (n > static_cast<std::int64_t>(broker::max_partitions)) {
-        return error_response(406, "Number of partitions should be less than or equal to " +
-                                       std::to_string(broker::max_partitions));
+    auto n = json_int(*v);
+    if (!n) {
+        return tl::unexpected(error_response(400, "Invalid number of partitions: not an integer"));
     }
-    return std::nullopt;
+    if (*n <= 0) {
+        return tl::unexpected(error_response(406, "Number of partitions should be more than 0"));
+    }
+    if (*n > static_cast<std::int64_t>(broker::max_partitions)) {
+        return tl::unexpected(
+            error_response(406, "Number of partitions should be less than or equal to " +
+                                    std::to_string(broker::max_partitions)));
+    }
+    return *n;
 }
 
 bool topic_exists(admin_context& ctx, const std::string& full) {
     const auto names = ctx.backend.topic_names();
     return std::find(names.begin(), names.end(), full) != names.end();
+}
+
+// Opens, creating them, the partitions [from, to) of `name`; each ledger is durable before it
+// returns. The answer on the first failure, nothing on success.
+std::optional<http_response> create_partitions(admin_context& ctx,
+                                               const broker::topic_name& name,
+                                               std::uint32_t from,
+                                               std::uint32_t to) {
+    for (std::uint32_t i = from; i < to; ++i) {
+        auto pn = broker::parse_topic_name(name.full() + "-partition-" + std::to_string(i));
+        if (!pn) {
+            return error_from(pn.error());
+        }
+        if (auto t = ctx.topics.open(*pn, true, true); !t) {
+            return error_from(t.error());
+        }
+    }
+    return std::nullopt;
 }
 
 // Deletes one non-partitioned topic through the registry: 412 while it has producers or
@@ -111,16 +139,9 @@ void add_topic_routes(router& r, admin_context& ctx) {
               if (!name) {
                   return name.error();
               }
-              auto v = parse_json(req.body);
-              if (!v) {
-                  return error_response(400, "Invalid number of partitions: not JSON");
-              }
-              auto n = json_int(*v);
+              auto n = partition_count_of(req);
               if (!n) {
-                  return error_response(400, "Invalid number of partitions: not an integer");
-              }
-              if (auto bad = partition_count_error(*n)) {
-                  return *bad;
+                  return n.error();
               }
               if (name->partition) {
                   return error_response(412,
@@ -131,23 +152,15 @@ void add_topic_routes(router& r, admin_context& ctx) {
               if (topic_exists(ctx, name->full())) {
                   return error_response(409, "This topic already exists");
               }
-              auto created = broker::create_partitioned_metadata(ctx.backend, *name,
-                                                                 static_cast<std::uint32_t>(*n));
+              auto created = broker::create_partitioned_metadata(ctx.backend, *name, *n);
               if (!created) {
                   return error_from(created.error());
               }
               if (!*created) {
                   return error_response(409, "Partitioned topic already exists");
               }
-              for (std::int64_t i = 0; i < *n; ++i) {
-                  auto pn =
-                      broker::parse_topic_name(name->full() + "-partition-" + std::to_string(i));
-                  if (!pn) {
-                      return error_from(pn.error());
-                  }
-                  if (auto t = ctx.topics.open(*pn, true, true); !t) {
-                      return error_from(t.error());
-                  }
+              if (auto failed = create_partitions(ctx, *name, 0, *n)) {
+                  return *failed;
               }
               return no_content();
           });
@@ -161,16 +174,9 @@ void add_topic_routes(router& r, admin_context& ctx) {
               if (!name) {
                   return name.error();
               }
-              auto v = parse_json(req.body);
-              if (!v) {
-                  return error_response(400, "Invalid number of partitions: not JSON");
-              }
-              auto n = json_int(*v);
+              auto n = partition_count_of(req);
               if (!n) {
-                  return error_response(400, "Invalid number of partitions: not an integer");
-              }
-              if (auto bad = partition_count_error(*n)) {
-                  return *bad;
+                  return n.error();
               }
               std::lock_guard lock(ctx.write_mu);
               auto cur = broker::partition_count(ctx.backend, *name);
@@ -180,23 +186,15 @@ void add_topic_routes(router& r, admin_context& ctx) {
               if (*cur == 0) {
                   return error_response(404, "Partitioned topic does not exist");
               }
-              if (static_cast<std::int64_t>(*cur) >= *n) {
+              if (*cur >= *n) {
                   return error_response(409,
                                         "Number of new partitions must be greater than existing "
                                         "number of partitions");
               }
-              for (std::int64_t i = *cur; i < *n; ++i) {
-                  auto pn =
-                      broker::parse_topic_name(name->full() + "-partition-" + std::to_string(i));
-                  if (!pn) {
-                      return error_from(pn.error());
-                  }
-                  if (auto t = ctx.topics.open(*pn, true, true); !t) {
-                      return error_from(t.error());
-                  }
+              if (auto failed = create_partitions(ctx, *name, *cur, *n)) {
+                  return *failed;
               }
-              auto updated = broker::update_partitioned_metadata(ctx.backend, *name, *cur,
-                                                                 static_cast<std::uint32_t>(*n));
+              auto updated = broker::update_partitioned_metadata(ctx.backend, *name, *cur, *n);
               if (!updated) {
                   return error_from(updated.error());
               }
