@@ -83,6 +83,7 @@ const std::map<std::string, setter, std::less<>>& keys() {
         {"webServicePort", unsigned_in(&standalone_options::http_port, 0, 65535)},
         {"advertisedAddress", text(&standalone_options::advertised_address, true)},
         {"numIOThreads", unsigned_in(&standalone_options::io_threads, 1, 64)},
+        {"numBlockingThreads", unsigned_in(&standalone_options::blocking_threads, 1, 64)},
         {"maxMessageSize",
          unsigned_in(&standalone_options::max_message_size, 1024, 100 * 1024 * 1024)},
         {"allowAutoTopicCreation", boolean(&standalone_options::auto_create_topics)},

@@ -17,6 +17,7 @@
 //   webServicePort                 admin REST port (8080)
 //   advertisedAddress              host put into LOOKUP answers (default: bindAddress)
 //   numIOThreads                   io threads of the binary protocol server (1..64)
+//   numBlockingThreads             threads of the blocking pool for storage calls (1..64)
 //   maxMessageSize                 bytes; advertised in CONNECTED (1 KiB .. 100 MiB)
 //   allowAutoTopicCreation         true|false: create non-partitioned topics on first use
 //   allowAutoTopicCreationType     non-partitioned (the only supported value)

@@ -1,5 +1,6 @@
 #include "nereus/broker/connection.h"
 
+#include "nereus/broker/blocking_pool.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic_name.h"
 #include "nereus/proto/errc.h"
@@ -120,6 +121,14 @@ awaitable<void> connection::run() {
                 break;
             }
             keep_reading = handle(step->frame);
+            if (deferred_) {
+                // Blocking work on the pool: the frame (in rbuf_) stays valid, and no later
+                // frame of this connection is handled before it is done.
+                deferred_ = false;
+                co_await handle_blocking(step->frame);
+                // Our own wait does not count against the peer's liveness.
+                last_received_ = std::chrono::steady_clock::now();
+            }
             rbuf_begin_ += step->frame.size;
         }
         if (!keep_reading || closed_ || stop_requested_) {
@@ -347,15 +356,15 @@ bool connection::handle(const proto::frame_view& f) {
             handle_partitioned_metadata(f);
             return true;
         case command_type::producer:
-            handle_producer(f);
+        case command_type::subscribe:
+        case command_type::unsubscribe:
+        case command_type::seek:
+            deferred_ = true;
             return true;
         case command_type::send:
             return handle_send(f);
         case command_type::close_producer:
             handle_close_producer(f);
-            return true;
-        case command_type::subscribe:
-            handle_subscribe(f);
             return true;
         case command_type::flow:
             handle_flow(f);
@@ -368,12 +377,6 @@ bool connection::handle(const proto::frame_view& f) {
             return true;
         case command_type::close_consumer:
             handle_close_consumer(f);
-            return true;
-        case command_type::unsubscribe:
-            handle_unsubscribe(f);
-            return true;
-        case command_type::seek:
-            handle_seek(f);
             return true;
         case command_type::get_last_message_id:
             handle_get_last_message_id(f);
@@ -416,6 +419,46 @@ bool connection::handle(const proto::frame_view& f) {
                         std::string("unexpected command ") + std::string(proto::to_string(t)));
             return true;
     }
+}
+
+awaitable<void> connection::handle_blocking(const proto::frame_view& f) {
+    switch (f.type()) {
+        case proto::command_type::producer:
+            co_await handle_producer(f);
+            break;
+        case proto::command_type::subscribe:
+            co_await handle_subscribe(f);
+            break;
+        case proto::command_type::unsubscribe:
+            co_await handle_unsubscribe(f);
+            break;
+        case proto::command_type::seek:
+            co_await handle_seek(f);
+            break;
+        default:
+            break;
+    }
+}
+
+awaitable<void> connection::offload(std::function<void()> work) {
+    if (ctx_.pool == nullptr) {
+        work();
+        co_return;
+    }
+    auto* pool = ctx_.pool;
+    co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+        [pool, &work](auto handler) {
+            pool->post([h = std::move(handler), &work]() mutable {
+                try {
+                    work();
+                } catch (const std::exception& ex) {
+                    NEREUS_LOG(broker_log(), err, "blocking job failed what={}", ex.what());
+                }
+                auto ex = asio::get_associated_executor(h);
+                asio::post(ex, std::move(h));
+            });
+        },
+        use_awaitable);
 }
 
 void connection::detach_all() {

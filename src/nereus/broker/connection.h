@@ -5,8 +5,11 @@
 // A read loop coroutine (frames decoded in place from one bounded receive buffer, every read
 // with a deadline: the handshake timeout before CONNECT, two keep-alive intervals after it), a
 // keep-alive coroutine (PING every interval) and an on-demand writer coroutine draining a
-// bounded queue of encoded frames. All three and every handler run on the connection's strand;
-// handlers are synchronous (no co_await inside), so the connection's state needs no locks.
+// bounded queue of encoded frames. All three and every handler run on the connection's strand,
+// so the connection's state needs no locks. Handlers are synchronous, except PRODUCER,
+// SUBSCRIBE, UNSUBSCRIBE and SEEK: their blocking storage calls run on the blocking pool and the
+// read loop awaits them (resuming on the strand) before it decodes the next frame, so the
+// connection's commands keep their order while the io thread serves other connections.
 // Completions from the storage side (append durable, ack durable) and deliveries from
 // subscriptions are posted onto the strand.
 //
@@ -35,6 +38,7 @@
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,11 +47,15 @@
 
 namespace nereus::broker {
 
+class blocking_pool;
+
 // What connections share (owned by the server, outlives every connection).
 struct broker_context {
     const broker_options& options;
     topic_registry& topics;
     std::string service_url;  // pulsar://host:port for LOOKUP answers
+    // Where blocking storage / metadata calls run (nullptr: inline, for tests without one).
+    blocking_pool* pool = nullptr;
 };
 
 class connection : public std::enable_shared_from_this<connection>, public consumer_sink {
@@ -104,21 +112,25 @@ private:
     boost::asio::awaitable<void> writer();
     boost::asio::awaitable<void> finish(bool graceful);
 
-    // Returns false when the connection must stop reading (close after flushing).
+    // Returns false when the connection must stop reading (close after flushing). Sets
+    // deferred_ instead of handling a command with blocking work (handle_blocking does it).
     bool handle(const proto::frame_view& f);
+    boost::asio::awaitable<void> handle_blocking(const proto::frame_view& f);
+    // Runs `work` on the blocking pool (inline without one); resumes on the strand.
+    boost::asio::awaitable<void> offload(std::function<void()> work);
     void handle_connect(const proto::frame_view& f);
     void handle_lookup(const proto::frame_view& f);
     void handle_partitioned_metadata(const proto::frame_view& f);
-    void handle_producer(const proto::frame_view& f);
+    boost::asio::awaitable<void> handle_producer(const proto::frame_view& f);
     bool handle_send(const proto::frame_view& f);
     void handle_close_producer(const proto::frame_view& f);
-    void handle_subscribe(const proto::frame_view& f);
+    boost::asio::awaitable<void> handle_subscribe(const proto::frame_view& f);
     void handle_flow(const proto::frame_view& f);
     void handle_ack(const proto::frame_view& f);
     void handle_redeliver(const proto::frame_view& f);
     void handle_close_consumer(const proto::frame_view& f);
-    void handle_unsubscribe(const proto::frame_view& f);
-    void handle_seek(const proto::frame_view& f);
+    boost::asio::awaitable<void> handle_unsubscribe(const proto::frame_view& f);
+    boost::asio::awaitable<void> handle_seek(const proto::frame_view& f);
     void handle_get_last_message_id(const proto::frame_view& f);
     void handle_consumer_stats(const proto::frame_view& f);
     void handle_get_topics_of_namespace(const proto::frame_view& f);
@@ -166,6 +178,7 @@ private:
     void recycle(proto::frame_buffer&& b);
 
     bool connected_ = false;
+    bool deferred_ = false;  // the frame being handled needs handle_blocking
     bool stop_requested_ = false;
     bool closed_ = false;
     std::atomic<bool> finished_{false};

@@ -17,6 +17,9 @@ struct broker_options {
     // Host put into LOOKUP answers (pulsar://host:port); empty: bind_address.
     std::string advertised_host;
     unsigned io_threads = 2;
+    // Threads of the blocking pool (topic opens, subscription create/delete/seek, dispatch
+    // cursor reads run there, never on an io thread).
+    unsigned blocking_threads = 3;
     std::string server_version = "Nereus 0.1.0";
 
     // A connection must complete CONNECT within this, or it is closed.

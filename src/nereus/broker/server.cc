@@ -1,5 +1,6 @@
 #include "nereus/broker/server.h"
 
+#include "nereus/broker/blocking_pool.h"
 #include "nereus/broker/connection.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic.h"
@@ -27,7 +28,8 @@ struct server::impl {
         : options(std::move(o)),
           backend(b),
           acceptor(io),
-          topics(backend, io.get_executor(), options) {}
+          pool(options.blocking_threads),
+          topics(backend, io.get_executor(), options, &pool) {}
 
     asio::awaitable<void> accept_loop();
     void prune_locked();
@@ -36,6 +38,7 @@ struct server::impl {
     topic_backend& backend;
     asio::io_context io;
     tcp::acceptor acceptor;
+    blocking_pool pool;
     topic_registry topics;
     std::unique_ptr<broker_context> ctx;
     std::atomic<std::uint16_t> bound_port{0};
@@ -121,8 +124,9 @@ result<void> server::start() {
         char name[256] = {};
         host = ::gethostname(name, sizeof name - 1) == 0 && name[0] != 0 ? name : "127.0.0.1";
     }
-    m.ctx = std::make_unique<broker_context>(broker_context{
-        m.options, m.topics, "pulsar://" + host + ":" + std::to_string(m.bound_port.load())});
+    m.ctx = std::make_unique<broker_context>(
+        broker_context{m.options, m.topics,
+                       "pulsar://" + host + ":" + std::to_string(m.bound_port.load()), &m.pool});
     m.work.emplace(m.io.get_executor());
     asio::co_spawn(m.io, m.accept_loop(), [](std::exception_ptr e) {
         if (e) {
@@ -138,8 +142,9 @@ result<void> server::start() {
         m.threads.emplace_back([&io = m.io] { io.run(); });
     }
     m.started = true;
-    NEREUS_LOG(broker_log(), info, "broker listening on {}:{} ({} io threads)",
-               m.options.bind_address, m.bound_port.load(), n);
+    NEREUS_LOG(
+        broker_log(), info, "broker listening on {}:{} ({} io threads, {} blocking-pool threads)",
+        m.options.bind_address, m.bound_port.load(), n, std::max(1U, m.options.blocking_threads));
     return {};
 }
 
@@ -178,6 +183,12 @@ void server::stop() {
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
         live.clear();
+        // In-flight blocking-pool work (dispatch reads, opens of closing connections) finishes
+        // while the io threads still run its completions; bounded by stop_timeout.
+        if (!m.pool.drain(std::chrono::steady_clock::now() + m.options.stop_timeout)) {
+            NEREUS_LOG(broker_log(), warn, "blocking pool still busy at stop ({} jobs)",
+                       m.pool.in_flight());
+        }
         m.work.reset();
         m.io.stop();
         for (auto& t : m.threads) {
@@ -185,6 +196,9 @@ void server::stop() {
         }
         m.threads.clear();
     }
+    // Queued jobs are dropped; a running one (a bounded storage call) is joined before the
+    // topic stores close under it.
+    m.pool.stop();
     {
         std::lock_guard lock(m.mu);
         m.connections.clear();

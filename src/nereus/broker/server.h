@@ -4,12 +4,14 @@
 // options.bind_address:port (SO_REUSEADDR, so a restart right after a crash can bind again),
 // one strand per accepted connection, and a graceful stop.
 //
-// Ownership: owns the io_context, the threads, the topic registry and every connection;
-//   borrows the backend, which must outlive the server.
+// Ownership: owns the io_context, the threads, the blocking pool (blocking_pool.h), the topic
+//   registry and every connection; borrows the backend, which must outlive the server.
 // Thread-safety: start() and stop() are called from one controlling thread (not an io thread);
 //   port() and connection_count() are thread-safe.
 // Durability: stop() lets in-flight appends finish and be answered (bounded by
-//   options.stop_timeout) before it closes connections and topic stores.
+//   options.stop_timeout) before it closes connections, then waits for the blocking pool's
+//   in-flight work (bounded by stop_timeout; a running call is joined) before it closes the
+//   topic stores.
 
 #include "nereus/base/result.h"
 #include "nereus/broker/options.h"

@@ -31,6 +31,7 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
     bo.bind_address = o.bind_address;
     bo.port = o.port;
     bo.io_threads = o.io_threads;
+    bo.blocking_threads = o.blocking_threads;
     bo.advertised_host = o.advertised_address;
     bo.max_message_size = o.max_message_size;
     bo.auto_create_topics = o.auto_create_topics;

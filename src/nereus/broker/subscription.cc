@@ -1,5 +1,6 @@
 #include "nereus/broker/subscription.h"
 
+#include "nereus/broker/blocking_pool.h"
 #include "nereus/broker/logger.h"
 #include "nereus/proto/frame_format.h"
 #include "nereus/proto/pulsar_api.h"
@@ -107,8 +108,13 @@ const char* to_string(sub_type t) noexcept {
 subscription::subscription(std::string name,
                            std::shared_ptr<subscription_cursor> cursor,
                            boost::asio::any_io_executor ex,
-                           const broker_options& options)
-    : name_(std::move(name)), cursor_(std::move(cursor)), ex_(std::move(ex)), options_(options) {}
+                           const broker_options& options,
+                           blocking_pool* pool)
+    : name_(std::move(name)),
+      cursor_(std::move(cursor)),
+      ex_(std::move(ex)),
+      options_(options),
+      pool_(pool) {}
 
 result<void> subscription::add_consumer(const std::shared_ptr<consumer>& c) {
     {
@@ -240,6 +246,74 @@ void subscription::rewind_locked() {
     buffer_.clear();
     buffer_pos_ = 0;
     waiting_bytes_ = 0;
+    ++read_epoch_;
+}
+
+bool subscription::read_locked(std::size_t want) {
+    if (pool_ == nullptr) {
+        auto r = cursor_->read(want);
+        if (!r) {
+            NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
+                       r.error().message());
+            return false;
+        }
+        if (r->empty()) {
+            return false;
+        }
+        add_read_locked(*r);
+        return true;
+    }
+    if (reading_) {
+        read_again_ = true;
+        return false;
+    }
+    reading_ = true;
+    read_again_ = false;
+    pool_->post([self = shared_from_this(), want, epoch = read_epoch_] {
+        auto r = self->cursor_->read(want);
+        boost::asio::post(self->ex_, [self, epoch, r = std::move(r)]() mutable {
+            self->on_read_done(epoch, std::move(r));
+        });
+    });
+    return false;
+}
+
+void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {
+    for (auto& e : entries) {
+        if (pending_.contains(e.pos.entry_id)) {
+            continue;  // still with a consumer (skipped on a re-read after a rewind)
+        }
+        if (type_ == sub_type::key_shared) {
+            e.key_slot = key_slot(*e.data);
+            waiting_bytes_ += e.data->size();
+        }
+        buffer_.push_back(std::move(e));
+    }
+}
+
+void subscription::on_read_done(std::uint64_t epoch, result<std::vector<dispatch_entry>> r) {
+    std::lock_guard lock(mu_);
+    reading_ = false;
+    const bool again = read_again_;
+    read_again_ = false;
+    if (epoch != read_epoch_ || consumers_.empty()) {
+        // A rewind or seek happened while the read was in flight: its entries may predate it.
+        // Drop them and rewind again (the cursor may have moved past them after the rewind).
+        // Likewise when every consumer left meanwhile: nothing is kept for the next one.
+        cursor_->rewind();
+        dispatch_locked();
+        return;
+    }
+    if (!r) {
+        NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
+                   r.error().message());
+        return;
+    }
+    if (r->empty() && !again) {
+        return;  // caught up; the next append or permit change dispatches again
+    }
+    add_read_locked(*r);
+    dispatch_locked();
 }
 
 void subscription::release_pending_locked(const consumer* owner,
@@ -477,22 +551,8 @@ void subscription::dispatch_key_shared_locked() {
         const std::size_t want =
             std::min({options_.dispatch_batch, options_.key_shared_max_waiting - buffer_.size(),
                       static_cast<std::size_t>(total)});
-        auto r = cursor_->read(want);
-        if (!r) {
-            NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
-                       r.error().message());
+        if (!read_locked(want)) {
             return;
-        }
-        if (r->empty()) {
-            return;
-        }
-        for (auto& e : *r) {
-            if (pending_.contains(e.pos.entry_id)) {
-                continue;
-            }
-            e.key_slot = key_slot(*e.data);
-            waiting_bytes_ += e.data->size();
-            buffer_.push_back(std::move(e));
         }
     }
     // Still more to do: continue in a later round so one subscription cannot hog an io thread.
@@ -523,20 +583,9 @@ void subscription::dispatch_locked() {
             // pick_consumer advanced the round-robin; undo to keep fairness simple.
             round_robin_ =
                 consumers_.empty() ? 0 : (round_robin_ + consumers_.size() - 1) % consumers_.size();
-            auto r = cursor_->read(
-                std::min<std::size_t>(options_.dispatch_batch, static_cast<std::size_t>(total)));
-            if (!r) {
-                NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
-                           r.error().message());
+            if (!read_locked(std::min<std::size_t>(options_.dispatch_batch,
+                                                   static_cast<std::size_t>(total)))) {
                 return;
-            }
-            if (r->empty()) {
-                return;
-            }
-            for (auto& e : *r) {
-                if (!pending_.contains(e.pos.entry_id)) {
-                    buffer_.push_back(std::move(e));
-                }
             }
             continue;
         }
@@ -720,24 +769,31 @@ void subscription::redeliver(const consumer& c, std::span<const std::uint64_t> e
 }
 
 result<void> subscription::seek(const seek_target& target) {
+    begin_seek();
+    return reset_cursor(target);
+}
+
+void subscription::begin_seek() {
+    std::lock_guard lock(mu_);
     std::vector<std::shared_ptr<consumer>> closed;
-    {
-        std::lock_guard lock(mu_);
-        closed.swap(consumers_);
-        pending_.clear();
-        slots_.clear();
-        split_ranges_.clear();
-        sticky_ranges_.clear();
-        buffer_.clear();
-        buffer_pos_ = 0;
-        waiting_bytes_ = 0;
-        for (auto& p : closed) {
-            if (auto s = p->sink.lock()) {
-                s->close_consumer_by_broker(p->id);
-            }
+    closed.swap(consumers_);
+    pending_.clear();
+    slots_.clear();
+    split_ranges_.clear();
+    sticky_ranges_.clear();
+    buffer_.clear();
+    buffer_pos_ = 0;
+    waiting_bytes_ = 0;
+    ++read_epoch_;
+    for (auto& p : closed) {
+        if (auto s = p->sink.lock()) {
+            s->close_consumer_by_broker(p->id);
         }
-        cursor_->set_connected(false);
     }
+    cursor_->set_connected(false);
+}
+
+result<void> subscription::reset_cursor(const seek_target& target) {
     auto r = cursor_->seek(target);
     if (!r) {
         return nereus::error(r.error());
@@ -745,6 +801,8 @@ result<void> subscription::seek(const seek_target& target) {
     std::lock_guard lock(mu_);
     buffer_.clear();
     buffer_pos_ = 0;
+    waiting_bytes_ = 0;
+    ++read_epoch_;
     return {};
 }
 
@@ -796,16 +854,13 @@ void subscription::disconnect_consumers() {
     slots_.clear();
     split_ranges_.clear();
     sticky_ranges_.clear();
-    buffer_.clear();
-    buffer_pos_ = 0;
-    waiting_bytes_ = 0;
     for (auto& p : closed) {
         if (auto s = p->sink.lock()) {
             s->close_consumer_by_broker(p->id);
         }
     }
     cursor_->set_connected(false);
-    cursor_->rewind();
+    rewind_locked();
 }
 
 }  // namespace nereus::broker

@@ -20,8 +20,11 @@
 // Ownership: owned by its topic (shared_ptr); consumers are shared with their connection.
 //   Sinks are held weakly (a closed connection simply stops receiving).
 // Thread-safety: thread-safe; one mutex guards the dispatcher state. Sinks are called with the
-//   mutex held and must only enqueue (consumer_sink's contract). Cursor reads happen under the
-//   mutex on an io thread (blocking storage reads; see doc/broker.md).
+//   mutex held and must only enqueue (consumer_sink's contract). Cursor reads run on the
+//   blocking pool without the mutex, one in flight per subscription; the entries are handed out
+//   when the read completes (posted to the io executor). A rewind or seek while a read is in
+//   flight makes its entries stale: they are dropped and the cursor rewound again, so nothing
+//   is delivered out of order (see doc/broker.md). Without a pool (tests) reads are inline.
 // Durability: ack completions report durable outcomes (topic_backend.h); seek and unsubscribe
 //   return after the cursor change is durable.
 
@@ -41,6 +44,8 @@
 #include <vector>
 
 namespace nereus::broker {
+
+class blocking_pool;
 
 enum class sub_type : std::int32_t { exclusive = 0, shared = 1, failover = 2, key_shared = 3 };
 const char* to_string(sub_type t) noexcept;
@@ -105,7 +110,8 @@ public:
     subscription(std::string name,
                  std::shared_ptr<subscription_cursor> cursor,
                  boost::asio::any_io_executor ex,
-                 const broker_options& options);
+                 const broker_options& options,
+                 blocking_pool* pool = nullptr);
     subscription(const subscription&) = delete;
     subscription& operator=(const subscription&) = delete;
 
@@ -134,7 +140,13 @@ public:
     // REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed entries (Shared), or all of the consumer's.
     void redeliver(const consumer& c, std::span<const std::uint64_t> entry_ids);
     // Disconnects every consumer (CLOSE_CONSUMER first, as Pulsar does), then resets the cursor.
+    // Blocking; the same as begin_seek() then reset_cursor().
     [[nodiscard]] result<void> seek(const seek_target& target);
+    // The two halves of seek: begin_seek() disconnects every consumer (non-blocking; on the
+    // seeking consumer's strand its CLOSE_CONSUMER is written at once), reset_cursor() resets
+    // the cursor durably (blocking: run it on the blocking pool).
+    void begin_seek();
+    [[nodiscard]] result<void> reset_cursor(const seek_target& target);
     // Errors: consumer_busy when other consumers are attached.
     [[nodiscard]] result<void> check_unsubscribe(const consumer& c) const;
 
@@ -183,6 +195,12 @@ private:
     void elect_active_locked();
     void release_pending_locked(const consumer* owner, std::span<const std::uint64_t> only);
     void rewind_locked();
+    // Reads up to `want` entries into buffer_. Inline (no pool): true when the cursor returned
+    // entries. With a pool: starts the read (unless one is in flight) and returns false; the
+    // completion continues the dispatch.
+    bool read_locked(std::size_t want);
+    void add_read_locked(std::vector<dispatch_entry>& entries);
+    void on_read_done(std::uint64_t epoch, result<std::vector<dispatch_entry>> r);
     void dispatch_key_shared_locked();
     // Key_Shared consumer selection (Pulsar's selectors; see doc/broker.md).
     result<void> ks_attach_locked(consumer& c);
@@ -196,6 +214,7 @@ private:
     const std::shared_ptr<subscription_cursor> cursor_;
     boost::asio::any_io_executor ex_;
     const broker_options& options_;
+    blocking_pool* const pool_;
     std::atomic<bool> dispatch_scheduled_{false};
     std::atomic<bool> parked_{false};
 
@@ -206,6 +225,11 @@ private:
     std::vector<dispatch_entry> buffer_;                // read, not yet handed out
     std::size_t buffer_pos_ = 0;                        // guarded by mu_
     std::map<std::uint64_t, pending> pending_;          // guarded by mu_
+    // The pool read (guarded by mu_): one in flight; read_again_ when a dispatch wanted to read
+    // meanwhile; read_epoch_ moves on with every rewind/seek (an older read's entries are stale).
+    bool reading_ = false;
+    bool read_again_ = false;
+    std::uint64_t read_epoch_ = 0;
     // Key_Shared: which consumer holds unacked entries of a hash slot (per-key order).
     std::map<std::int32_t, slot_hold> slots_;  // guarded by mu_
     // Key_Shared selector, guarded by mu_. AUTO_SPLIT: range upper bound -> owner, a range

@@ -14,12 +14,18 @@ namespace nereus::broker {
 topic::topic(topic_name name,
              std::shared_ptr<topic_store> store,
              boost::asio::any_io_executor ex,
-             const broker_options& options)
+             const broker_options& options,
+             blocking_pool* pool)
     : name_(std::move(name)),
       full_(name_.full()),
       store_(std::move(store)),
       ex_(std::move(ex)),
-      options_(options) {}
+      options_(options),
+      pool_(pool) {}
+
+void topic::wait_not_busy(std::unique_lock<std::mutex>& lock, const std::string& name) {
+    busy_cv_.wait(lock, [&] { return !busy_.contains(name); });
+}
 
 std::string topic::generate_name() {
     // Unique per process start: the start time tells two runs apart, the counter two producers.
@@ -136,7 +142,8 @@ void topic::notify_subscriptions() {
 result<std::shared_ptr<subscription>> topic::subscribe(const std::string& name,
                                                        const subscription_start& start,
                                                        bool durable) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    wait_not_busy(lock, name);
     if (auto it = subscriptions_.find(name); it != subscriptions_.end()) {
         if (it->second->durable() != durable) {
             return nereus::error(proto::error_kind::consumer_busy);
@@ -150,11 +157,17 @@ result<std::shared_ptr<subscription>> topic::subscribe(const std::string& name,
             return kv.second->parked() && kv.second->consumer_count() == 0;
         });
     }
+    // The store call runs without the mutex (io threads take it); the name stays busy.
+    busy_.insert(name);
+    lock.unlock();
     auto c = store_->open_subscription(name, start, durable);
+    lock.lock();
+    busy_.erase(name);
+    busy_cv_.notify_all();
     if (!c) {
         return nereus::error(c.error());
     }
-    auto s = std::make_shared<subscription>(name, std::move(*c), ex_, options_);
+    auto s = std::make_shared<subscription>(name, std::move(*c), ex_, options_, pool_);
     subscriptions_.emplace(name, s);
     return s;
 }
@@ -170,9 +183,15 @@ void topic::release_subscription(const std::shared_ptr<subscription>& s) {
 }
 
 result<void> topic::delete_subscription(const std::shared_ptr<subscription>& s) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    wait_not_busy(lock, s->name());
     if (s->durable()) {
+        busy_.insert(s->name());
+        lock.unlock();
         auto r = store_->delete_subscription(s->name());
+        lock.lock();
+        busy_.erase(s->name());
+        busy_cv_.notify_all();
         if (!r) {
             return r;
         }
@@ -185,23 +204,32 @@ result<void> topic::delete_subscription(const std::shared_ptr<subscription>& s) 
 
 topic_registry::topic_registry(topic_backend& backend,
                                boost::asio::any_io_executor ex,
-                               const broker_options& options)
-    : backend_(backend), ex_(std::move(ex)), options_(options) {}
+                               const broker_options& options,
+                               blocking_pool* pool)
+    : backend_(backend), ex_(std::move(ex)), options_(options), pool_(pool) {}
 
 result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name,
                                                     bool create,
                                                     bool explicit_create) {
     const std::string full = name.full();
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    // A concurrent open of the same name (another connection, or the admin API): wait for it.
+    opening_cv_.wait(lock, [&] { return !opening_.contains(full); });
     if (auto it = topics_.find(full); it != topics_.end()) {
         return it->second;
     }
+    // Recovery runs without the mutex (other topics open meanwhile); the name stays busy.
+    opening_.insert(full);
+    lock.unlock();
     auto store =
         backend_.open_topic(full, create && (options_.auto_create_topics || explicit_create));
+    lock.lock();
+    opening_.erase(full);
+    opening_cv_.notify_all();
     if (!store) {
         return nereus::error(store.error());
     }
-    auto t = std::make_shared<topic>(name, std::move(*store), ex_, options_);
+    auto t = std::make_shared<topic>(name, std::move(*store), ex_, options_, pool_);
     topics_.emplace(full, t);
     NEREUS_LOG(broker_log(), info, "topic opened topic={}", full);
     return t;
@@ -246,7 +274,8 @@ std::vector<std::shared_ptr<topic>> topic_registry::open_topics() const {
 result<void> topic_registry::remove(
     const std::string& full,
     const std::function<result<void>(const std::shared_ptr<topic>&)>& prepare) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    opening_cv_.wait(lock, [&] { return !opening_.contains(full); });
     std::shared_ptr<topic> t;
     if (auto it = topics_.find(full); it != topics_.end()) {
         t = it->second;

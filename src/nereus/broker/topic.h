@@ -13,9 +13,13 @@
 //   subscriptions (durable ones stay while the topic is open, non-durable ones go with their
 //   last consumer).
 // Thread-safety: thread-safe (one mutex per topic for producers and the subscription map; the
-//   registry has its own). Subscription creation and deletion call the store with the topic
-//   mutex held, on purpose (one creation per name); storage completions never take it (they
-//   post to the io executor).
+//   registry has its own). Neither mutex is held across a blocking store call: a subscription
+//   name being created or deleted, and a topic name being opened, are marked busy instead, and
+//   a second caller for the same name waits (on its blocking-pool thread) for the first, so a
+//   name is never created or opened twice. Storage completions never take the mutexes (they
+//   post to the io executor). The blocking calls (subscribe, delete_subscription,
+//   topic_registry::open / remove) run on the blocking pool or an admin thread, never on an io
+//   thread.
 // Durability: append completions are durable (the store's); see subscription.h for acks.
 
 #include "nereus/base/result.h"
@@ -26,16 +30,20 @@
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace nereus::broker {
+
+class blocking_pool;
 
 enum class access_mode : std::int32_t {
     shared = 0,
@@ -55,7 +63,8 @@ public:
     topic(topic_name name,
           std::shared_ptr<topic_store> store,
           boost::asio::any_io_executor ex,
-          const broker_options& options);
+          const broker_options& options,
+          blocking_pool* pool = nullptr);
 
     const topic_name& name() const { return name_; }
     const std::string& full_name() const { return full_; }
@@ -71,14 +80,14 @@ public:
     // Appends (durable completion, any thread) and wakes the subscriptions' dispatchers.
     void append(std::span<const std::byte> entry, const append_info& info, append_callback done);
 
-    // Finds or creates the subscription. Errors: consumer_busy (non-durable name clash),
-    // store errors.
+    // Finds or creates the subscription (blocking: call it on the blocking pool). Errors:
+    // consumer_busy (non-durable name clash), store errors.
     [[nodiscard]] result<std::shared_ptr<subscription>> subscribe(const std::string& name,
                                                                   const subscription_start& start,
                                                                   bool durable);
     // Drops a non-durable subscription without consumers (after its last consumer left).
     void release_subscription(const std::shared_ptr<subscription>& s);
-    // Deletes the subscription (UNSUBSCRIBE). Durable before it returns.
+    // Deletes the subscription (UNSUBSCRIBE). Durable before it returns (blocking).
     [[nodiscard]] result<void> delete_subscription(const std::shared_ptr<subscription>& s);
 
     // Admin API / stats: producers attached, the subscriptions opened so far (durable ones not
@@ -101,15 +110,20 @@ private:
     };
     std::string generate_name();
     void notify_subscriptions();
+    // Waits until no creation/deletion of `name` is in progress. Requires: lock holds mu_.
+    void wait_not_busy(std::unique_lock<std::mutex>& lock, const std::string& name);
 
     const topic_name name_;
     const std::string full_;
     const std::shared_ptr<topic_store> store_;
     boost::asio::any_io_executor ex_;
     const broker_options& options_;
+    blocking_pool* const pool_;
 
     std::mutex mu_;
-    std::uint64_t next_token_ = 1;                                        // guarded by mu_
+    std::condition_variable busy_cv_;
+    std::set<std::string> busy_;    // guarded by mu_: subscriptions being created or deleted
+    std::uint64_t next_token_ = 1;  // guarded by mu_
     std::map<std::uint64_t, producer_entry> producers_;                   // guarded by mu_
     std::deque<waiter> waiters_;                                          // guarded by mu_
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;  // guarded by mu_
@@ -123,9 +137,12 @@ class topic_registry {
 public:
     topic_registry(topic_backend& backend,
                    boost::asio::any_io_executor ex,
-                   const broker_options& options);
+                   const broker_options& options,
+                   blocking_pool* pool = nullptr);
 
     // `explicit_create` (admin API): create even when auto-creation of topics is off.
+    // Blocking (topic recovery): call it on the blocking pool or an admin thread. Concurrent
+    // opens of one name open it once (the others wait for the first).
     [[nodiscard]] result<std::shared_ptr<topic>> open(const topic_name& name,
                                                       bool create,
                                                       bool explicit_create = false);
@@ -148,8 +165,11 @@ private:
     topic_backend& backend_;
     boost::asio::any_io_executor ex_;
     const broker_options& options_;
+    blocking_pool* const pool_;
     mutable std::mutex mu_;
+    std::condition_variable opening_cv_;
     std::map<std::string, std::shared_ptr<topic>> topics_;  // guarded by mu_
+    std::set<std::string> opening_;                         // guarded by mu_: being opened
 };
 
 }  // namespace nereus::broker

@@ -23,6 +23,7 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
         "advertisedAddress=broker-1.example\n"
         "dataDir=/var/lib/nereus\n"
         "numIOThreads=8\n"
+        "numBlockingThreads=5\n"
         "maxMessageSize=1048576\n"
         "allowAutoTopicCreation=false\n"
         "allowAutoTopicCreationType=non-partitioned\n"
@@ -38,6 +39,7 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
     EXPECT_EQ(o.advertised_address, "broker-1.example");
     EXPECT_EQ(o.data_dir, "/var/lib/nereus");
     EXPECT_EQ(o.io_threads, 8u);
+    EXPECT_EQ(o.blocking_threads, 5u);
     EXPECT_EQ(o.max_message_size, 1048576u);
     EXPECT_FALSE(o.auto_create_topics);
     EXPECT_EQ(o.max_unacked_per_consumer, 1000u);

@@ -13,30 +13,12 @@
 namespace nereus::broker {
 
 namespace asio = boost::asio;
+using asio::awaitable;
 
-void connection::handle_subscribe(const proto::frame_view& f) {
-    const auto& s = f.command().subscribe();
-    const auto req = s.request_id();
-    const auto id = s.consumer_id();
-    if (consumers_.contains(id)) {
-        write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
-        return;
-    }
-    auto name = parse_topic_name(s.topic());
-    if (!name) {
-        error_reply(req, name.error(), "invalid topic name: " + s.topic());
-        return;
-    }
-    if (s.subscription().empty()) {
-        error_reply(req, proto::error_kind::bad_request, "subscription name is required");
-        return;
-    }
-    const bool create = !s.has_force_topic_creation() || s.force_topic_creation();
-    auto t = ctx_.topics.open(*name, create);
-    if (!t) {
-        error_reply(req, t.error(), "cannot open topic: " + t.error().message());
-        return;
-    }
+namespace {
+
+// Finds or creates the subscription SUBSCRIBE names (blocking: runs on the blocking pool).
+result<std::shared_ptr<subscription>> subscribe_on(topic& t, const proto::pb::CommandSubscribe& s) {
     const bool durable = !s.has_durable() || s.durable();
     subscription_start start;
     start.where = s.initialposition() == 1 ? subscription_start::kind::earliest
@@ -48,7 +30,7 @@ void connection::handle_subscribe(const proto::frame_view& f) {
         // indexes below it acked, so the batch goes out with an ack_set that skips them.
         const auto& m = s.start_message_id();
         const auto latest = static_cast<std::uint64_t>(INT64_MAX);
-        const auto ledger = (*t)->store().ledger_id();
+        const auto ledger = t.store().ledger_id();
         if (m.ledgerid() == proto::no_position || m.entryid() == proto::no_position) {
             start.where = subscription_start::kind::earliest;  // MessageId.earliest
         } else if (m.ledgerid() == latest && m.entryid() == latest) {
@@ -65,10 +47,57 @@ void connection::handle_subscribe(const proto::frame_view& f) {
             }
         }
     }
-    auto sub = (*t)->subscribe(s.subscription(), start, durable);
+    return t.subscribe(s.subscription(), start, durable);
+}
+
+}  // namespace
+
+awaitable<void> connection::handle_subscribe(const proto::frame_view& f) {
+    const auto& s = f.command().subscribe();
+    const auto req = s.request_id();
+    const auto id = s.consumer_id();
+    if (consumers_.contains(id)) {
+        write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
+        co_return;
+    }
+    auto name = parse_topic_name(s.topic());
+    if (!name) {
+        error_reply(req, name.error(), "invalid topic name: " + s.topic());
+        co_return;
+    }
+    if (s.subscription().empty()) {
+        error_reply(req, proto::error_kind::bad_request, "subscription name is required");
+        co_return;
+    }
+    const bool create = !s.has_force_topic_creation() || s.force_topic_creation();
+    // Opening the topic and creating the (durable) cursor block: both on the pool, in one
+    // job; SUCCESS only after the durable creation (below, back on the strand).
+    std::optional<result<std::shared_ptr<topic>>> opened;
+    std::optional<result<std::shared_ptr<subscription>>> sub;
+    co_await offload([&] {
+        opened.emplace(ctx_.topics.open(*name, create));
+        if (!*opened) {
+            return;
+        }
+        sub.emplace(subscribe_on(***opened, s));
+    });
+    if (!opened) {
+        error_reply(req, proto::error_kind::unavailable, "cannot open topic");
+        co_return;
+    }
+    auto& t = *opened;
+    if (!t) {
+        error_reply(req, t.error(), "cannot open topic: " + t.error().message());
+        co_return;
+    }
     if (!sub) {
-        error_reply(req, sub.error(), "cannot open subscription: " + sub.error().message());
-        return;
+        error_reply(req, proto::error_kind::unavailable, "cannot open subscription");
+        co_return;
+    }
+    auto& sub_r = *sub;
+    if (!sub_r) {
+        error_reply(req, sub_r.error(), "cannot open subscription: " + sub_r.error().message());
+        co_return;
     }
     auto c = std::make_shared<consumer>();
     c->id = id;
@@ -85,8 +114,8 @@ void connection::handle_subscribe(const proto::frame_view& f) {
         }
     }
     c->sink = std::weak_ptr<consumer_sink>(shared_from_this());
-    if (auto r = (*sub)->add_consumer(c); !r) {
-        (*t)->release_subscription(*sub);
+    if (auto r = (*sub_r)->add_consumer(c); !r) {
+        (*t)->release_subscription(*sub_r);
         const char* why = r.error() == make_error_code(proto::error_kind::consumer_busy)
                               ? "subscription is busy (exclusive consumer, or another sub type "
                                 "or key_shared mode)"
@@ -95,9 +124,9 @@ void connection::handle_subscribe(const proto::frame_view& f) {
                                 "consumer's, or no range is left to split"
                               : nullptr;
         error_reply(req, r.error(), why != nullptr ? std::string(why) : r.error().message());
-        return;
+        co_return;
     }
-    consumers_[id] = consumer_state{*t, *sub, c};
+    consumers_[id] = consumer_state{*t, *sub_r, c};
     write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
     NEREUS_LOG(broker_log(), debug, "consumer subscribed topic={} sub={} type={} peer={}",
                (*t)->full_name(), s.subscription(), to_string(c->type), peer_);
@@ -200,34 +229,39 @@ void connection::handle_close_consumer(const proto::frame_view& f) {
     write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
 }
 
-void connection::handle_unsubscribe(const proto::frame_view& f) {
+awaitable<void> connection::handle_unsubscribe(const proto::frame_view& f) {
     const auto& u = f.command().unsubscribe();
     const auto req = u.request_id();
     auto it = consumers_.find(u.consumer_id());
     if (it == consumers_.end()) {
         error_reply(req, proto::error_kind::bad_request, "Consumer not found");
-        return;
+        co_return;
     }
     if (auto r = it->second.sub->check_unsubscribe(*it->second.c); !r) {
         error_reply(req, r.error(), "other consumers are connected to the subscription");
-        return;
+        co_return;
     }
     auto st = it->second;
     detach_consumer(u.consumer_id());
-    if (auto r = st.t->delete_subscription(st.sub); !r) {
-        error_reply(req, r.error(), "unsubscribe failed: " + r.error().message());
-        return;
+    // The durable delete blocks: on the pool; SUCCESS once it is durable.
+    std::optional<result<void>> deleted;
+    co_await offload([&] { deleted.emplace(st.t->delete_subscription(st.sub)); });
+    if (!deleted || !*deleted) {
+        const auto ec =
+            deleted ? deleted->error() : make_error_code(proto::error_kind::unavailable);
+        error_reply(req, ec, "unsubscribe failed: " + ec.message());
+        co_return;
     }
     write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
 }
 
-void connection::handle_seek(const proto::frame_view& f) {
+awaitable<void> connection::handle_seek(const proto::frame_view& f) {
     const auto& s = f.command().seek();
     const auto req = s.request_id();
     auto it = consumers_.find(s.consumer_id());
     if (it == consumers_.end()) {
         error_reply(req, proto::error_kind::bad_request, "Consumer not found");
-        return;
+        co_return;
     }
     seek_target target;
     if (s.has_message_id()) {
@@ -246,15 +280,22 @@ void connection::handle_seek(const proto::frame_view& f) {
         target.publish_time = static_cast<std::int64_t>(s.message_publish_time());
     } else {
         error_reply(req, proto::error_kind::bad_request, "seek needs a message id or a time");
-        return;
+        co_return;
     }
     auto sub = it->second.sub;
     auto t = it->second.t;
     // Disconnects every consumer of the subscription first (our own one inline, so its
-    // CLOSE_CONSUMER precedes the SUCCESS), then resets the cursor. A non-durable
-    // subscription is kept (parked) with its reset cursor for the reader's reconnect, which
-    // then continues from the seek position whatever start_message_id it sends.
-    auto r = sub->seek(target);
+    // CLOSE_CONSUMER precedes the SUCCESS), then resets the cursor durably on the blocking
+    // pool, then SUCCESS (back on the strand). A non-durable subscription is kept (parked)
+    // with its reset cursor for the reader's reconnect, which then continues from the seek
+    // position whatever start_message_id it sends.
+    sub->begin_seek();
+    std::optional<result<void>> reset;
+    co_await offload([&] { reset.emplace(sub->reset_cursor(target)); });
+    if (!reset) {
+        reset.emplace(nereus::error(proto::error_kind::unavailable));
+    }
+    auto& r = *reset;
     if (r && !sub->durable()) {
         sub->set_parked(true);
     } else {
@@ -262,7 +303,7 @@ void connection::handle_seek(const proto::frame_view& f) {
     }
     if (!r) {
         error_reply(req, r.error(), "seek failed: " + r.error().message());
-        return;
+        co_return;
     }
     write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
 }

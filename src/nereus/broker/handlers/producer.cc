@@ -12,8 +12,9 @@
 namespace nereus::broker {
 
 namespace asio = boost::asio;
+using asio::awaitable;
 
-void connection::handle_producer(const proto::frame_view& f) {
+awaitable<void> connection::handle_producer(const proto::frame_view& f) {
     const auto& p = f.command().producer();
     const auto req = p.request_id();
     const auto id = p.producer_id();
@@ -27,17 +28,25 @@ void connection::handle_producer(const proto::frame_view& f) {
         } else {
             error_reply(req, proto::error_kind::unavailable, "producer is not ready yet");
         }
-        return;
+        co_return;
     }
     auto name = parse_topic_name(p.topic());
     if (!name) {
         error_reply(req, name.error(), "invalid topic name: " + p.topic());
-        return;
+        co_return;
     }
-    auto t = ctx_.topics.open(*name, true);
+    // Topic recovery may block: on the pool (the read loop waits, so this connection's
+    // commands keep their order; other connections are served meanwhile).
+    std::optional<result<std::shared_ptr<topic>>> opened;
+    co_await offload([&] { opened.emplace(ctx_.topics.open(*name, true)); });
+    if (!opened) {
+        error_reply(req, proto::error_kind::unavailable, "cannot open topic");
+        co_return;
+    }
+    auto& t = *opened;
     if (!t) {
         error_reply(req, t.error(), "cannot open topic: " + t.error().message());
-        return;
+        co_return;
     }
     const auto mode = static_cast<access_mode>(p.producer_access_mode());
     auto st = std::make_shared<producer_state>();
@@ -70,7 +79,7 @@ void connection::handle_producer(const proto::frame_view& f) {
                     grant.error() == make_error_code(proto::error_kind::producer_busy)
                         ? "producer busy (name in use or exclusive producer present)"
                         : grant.error().message());
-        return;
+        co_return;
     }
     st->token = grant->token;
     st->name = grant->name;

@@ -1,0 +1,26 @@
+#include "nereus/broker/blocking_pool.h"
+
+#include <thread>
+
+namespace nereus::broker {
+
+bool blocking_pool::drain(std::chrono::steady_clock::time_point until) {
+    while (in_flight_.load() != 0) {
+        if (std::chrono::steady_clock::now() >= until) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
+void blocking_pool::stop() {
+    if (stopped_) {
+        return;
+    }
+    stopped_ = true;
+    pool_.stop();
+    pool_.join();
+}
+
+}  // namespace nereus::broker
