@@ -153,6 +153,11 @@ public:
     result<bool> create_admin_record(const std::string& key, const std::string& value) override {
         return b_->create_admin_record(key, value);
     }
+    result<bool> replace_admin_record(const std::string& key,
+                                      const std::string& expected,
+                                      const std::string& value) override {
+        return b_->replace_admin_record(key, expected, value);
+    }
     result<bool> remove_admin_record(const std::string& key) override {
         return b_->remove_admin_record(key);
     }
