@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: all deps configure build run test bench clean format
+.PHONY: all deps configure build run test bench clean format fuzz fuzz-long
 
 all: build
 
@@ -31,6 +31,14 @@ test: build
 # The storage benchmark (not part of `make test`: speed is measured, not asserted).
 bench: build
 	$(BUILD_DIR)/nereus storage bench --data-dir $(BUILD_DIR)/bench-data
+
+# libFuzzer targets (clang 14, build-fuzz/; see fuzz/README.md). Not part of `make test`.
+# fuzz: each target 60 s (CI); fuzz-long: each target 10M executions. Exit 1 on any finding.
+fuzz: deps
+	bash scripts/run-fuzz --time 60
+
+fuzz-long: deps
+	bash scripts/run-fuzz --runs 10000000
 
 clean:
 	rm -rf $(BUILD_DIR)

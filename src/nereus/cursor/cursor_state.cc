@@ -21,7 +21,7 @@ std::size_t prop_cost(const std::string& k, const std::string& v) {
 }
 
 template <class>
-inline constexpr bool always_false = false;
+[[maybe_unused]] inline constexpr bool always_false = false;  // clang 14: -Wunused-const-variable
 
 }  // namespace
 

@@ -88,8 +88,10 @@ std::vector<std::byte> encode_checkpoint(const journal_position& p,
 }
 
 std::optional<checkpoint_data> decode_checkpoint(bytes_view b) {
+    // [36] must be zero: encode_checkpoint writes zero, so anything else is not a checkpoint
+    // this version wrote (found by storage_recovery_fuzz: it decoded, and re-encoded otherwise).
     if (b.size() < kCheckpointHeaderSize + 4 || get_u32(b.data()) != kCheckpointMagic ||
-        get_u32(b.data() + 4) != kCheckpointVersion) {
+        get_u32(b.data() + 4) != kCheckpointVersion || get_u32(b.data() + 36) != 0) {
         return std::nullopt;
     }
     const std::uint64_t n = get_u32(b.data() + 32);
