@@ -4,6 +4,7 @@
 #include "nereus/meta/logger.h"
 #include "nereus/meta/memory_store.h"
 #include "nereus/meta/rocksdb_store.h"
+#include "nereus/meta/zk_store.h"
 
 #include <string>
 
@@ -22,7 +23,21 @@ result<std::unique_ptr<store>> make_store(std::string_view url) {
         }
         return std::unique_ptr<store>(std::move(*s));
     }
-    NEREUS_LOG(meta_log(), err, "meta: unknown store url '{}' (want memory: or rocksdb:<dir>)",
+    if (url.starts_with("zk://")) {
+        auto options = zk_store::parse_url(url);
+        if (!options) {
+            NEREUS_LOG(meta_log(), err, "meta: bad zookeeper url '{}' (want zk://host:port/root)",
+                       url);
+            return nereus::error(options.error());
+        }
+        auto s = zk_store::open(std::move(*options));
+        if (!s) {
+            return nereus::error(s.error());
+        }
+        return std::unique_ptr<store>(std::move(*s));
+    }
+    NEREUS_LOG(meta_log(), err,
+               "meta: unknown store url '{}' (want memory:, rocksdb:<dir> or zk://host:port/root)",
                url);
     return nereus::error(errc::invalid_argument);
 }

@@ -4,8 +4,8 @@
 //
 //   "memory:"         memory_store (no durability; for tests)
 //   "rocksdb:<dir>"   rocksdb_store in directory <dir> (created if missing)
-//
-// A second backend (ZooKeeper) becomes one more scheme here.
+//   "zk://host:port[,host:port]/root[?session_timeout_ms=N]"
+//                     zk_store on a ZooKeeper ensemble, under znode `root` (default /nereus)
 // Ownership: the caller owns the returned store. Thread-safety: thread-safe.
 
 #include "nereus/base/result.h"

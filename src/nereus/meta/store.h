@@ -4,8 +4,8 @@
 // prefix lists, watches and sessions with ephemeral keys. It holds cursor roots, stream roots,
 // the topic registry and owner sessions.
 //
-// The interface is asynchronous and honest about a remote store (ZooKeeper is the planned second
-// backend; see doc/format/meta.md and distributed-engines.md):
+// The interface is asynchronous and honest about a remote store (ZooKeeper is the second
+// backend, zk_store.h; see doc/format/meta.md and distributed-engines.md):
 //   - Every call returns at once; its completion runs later on the store's callback thread,
 //     never inline in the caller's frame. Completions of one store run one at a time, in the
 //     order the store decided the requests; requests submitted from one thread are decided in

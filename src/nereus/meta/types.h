@@ -13,7 +13,8 @@ namespace nereus::meta {
 // Identifies one state of one key. Opaque: compare versions only for equality.
 // 0 means "absent" in checks. A key never sees the same version twice, even across delete and
 // re-create (no ABA). The embedded backends use a store-wide revision assigned to every write
-// (like etcd's mod_revision); a ZooKeeper backend would derive it from czxid and dataVersion.
+// (like etcd's mod_revision); zk_store packs the key's creation count (its slot's
+// dataVersion) with the record's dataVersion (doc/format/meta.md).
 using version = std::uint64_t;
 
 // Expected version 0: the key must be absent.

@@ -5,6 +5,7 @@
 
 #include "nereus/meta/counting_store.h"
 #include "nereus/meta/errc.h"
+#include "nereus/meta/memory_store.h"
 #include "nereus/meta/sync.h"
 
 #include <gtest/gtest.h>
@@ -122,6 +123,10 @@ TEST_P(FaultStore, CompletionsKeepSubmissionOrder) {
     for (auto& p : ps) {
         p.get_future().wait();
     }
+    // The last callback may still be running (unlocking `mu`) after set_value() woke us; a
+    // completion that runs after it (one at a time, in order) proves it returned before the
+    // locals it uses go away.
+    ASSERT_TRUE(get_sync(holder_.get(), "k0").has_value());
     EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
 }
 
@@ -135,9 +140,34 @@ TEST_P(FaultStore, CountingStoreCountsPutsAndTrackedKeys) {
     EXPECT_EQ(counting.tracked_bytes(), 3U);
 }
 
+// memory_store's own injection (per commit group, below the engine): a lost reply is applied
+// and watched, a failure before apply changes nothing.
+TEST(MemoryStore, InjectedCommitFailureIsAnUnknownOutcome) {
+    auto mem = memory_store::open();
+    std::atomic<int> events{0};
+    auto handle = mem->watch("u/", [&](const result<watch_event>& ev) { events += ev ? 1 : 0; });
+    auto v = create_sync(*mem, "u/k", "0");
+    ASSERT_TRUE(v && v->applied);
+    mem->inject_commit_failure(/*applied=*/true);
+    auto lost = cas_sync(*mem, "u/k", v->current, "1");
+    ASSERT_FALSE(lost);
+    EXPECT_EQ(lost.error(), errc::unknown_outcome);
+    auto reread = get_sync(*mem, "u/k");
+    ASSERT_TRUE(reread && *reread);
+    EXPECT_EQ((*reread)->value, "1");
+    mem->inject_commit_failure(/*applied=*/false);
+    auto failed = cas_sync(*mem, "u/k", (*reread)->ver, "2");
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error(), errc::unknown_outcome);
+    EXPECT_EQ((*get_sync(*mem, "u/k"))->value, "1");
+    EXPECT_EQ(events.load(), 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(meta,
                          FaultStore,
-                         ::testing::Values(backend_kind::memory, backend_kind::rocksdb),
+                         ::testing::Values(backend_kind::memory,
+                                           backend_kind::rocksdb,
+                                           backend_kind::zookeeper),
                          backend_name);
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The conformance suite every meta::store backend must pass (architecture.md, "Backends").
 
 #include "nereus/meta/errc.h"
-#include "nereus/meta/memory_store.h"
+#include "nereus/meta/fault_store.h"
 #include "nereus/meta/store.h"
 #include "nereus/meta/sync.h"
 
@@ -620,17 +620,15 @@ TEST_P(StoreConformance, DestroyingTheStoreCompletesEverythingAndEndsWatches) {
 }
 
 TEST_P(StoreConformance, UnknownOutcomeMeansTheCallerMustReRead) {
-    auto* mem = dynamic_cast<memory_store*>(&s());
-    if (mem == nullptr) {
-        GTEST_SKIP() << "fault injection is a memory_store feature";
-    }
+    // fault_store injects the remote-store failure on every backend.
+    fault_store faults(s());
     event_log log;
-    auto handle = s().watch("u/", log.callback());
+    auto handle = faults.watch("u/", log.callback());
     const version v = create_ok("u/k", "0");
 
     // Lost reply: applied, but the writer cannot know.
-    mem->inject_commit_failure(/*applied=*/true);
-    auto lost = cas_sync(s(), "u/k", v, "1");
+    faults.fail_multis(/*applied=*/true);
+    auto lost = cas_sync(faults, "u/k", v, "1");
     ASSERT_FALSE(lost);
     EXPECT_EQ(lost.error(), errc::unknown_outcome);
     auto reread = get_ok("u/k");
@@ -638,21 +636,23 @@ TEST_P(StoreConformance, UnknownOutcomeMeansTheCallerMustReRead) {
     EXPECT_EQ(log.size(), 2u);  // the change happened, so watchers hear of it
 
     // Not applied: nothing changed and no event fires.
-    mem->inject_commit_failure(/*applied=*/false);
-    auto failed = cas_sync(s(), "u/k", reread->ver, "2");
+    faults.fail_multis(/*applied=*/false);
+    auto failed = cas_sync(faults, "u/k", reread->ver, "2");
     ASSERT_FALSE(failed);
     EXPECT_EQ(failed.error(), errc::unknown_outcome);
     EXPECT_EQ(get_ok("u/k")->value, "1");
     EXPECT_EQ(get_ok("u/k")->ver, reread->ver);
     EXPECT_EQ(log.size(), 2u);
     // The store keeps working.
-    auto next = cas_sync(s(), "u/k", reread->ver, "3");
+    auto next = cas_sync(faults, "u/k", reread->ver, "3");
     ASSERT_TRUE(next && next->applied);
 }
 
 INSTANTIATE_TEST_SUITE_P(meta,
                          StoreConformance,
-                         ::testing::Values(backend_kind::memory, backend_kind::rocksdb),
+                         ::testing::Values(backend_kind::memory,
+                                           backend_kind::rocksdb,
+                                           backend_kind::zookeeper),
                          backend_name);
 
 }  // namespace
