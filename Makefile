@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: all deps configure build run test bench clean format fuzz fuzz-long
+.PHONY: all deps configure build run test test-asan test-tsan bench clean format fuzz fuzz-long
 
 all: build
 
@@ -28,6 +28,32 @@ run: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# The unit tests (tests/unit/<module> -> <module>_unit_tests; ctest names their cases
+# "<module>_unit_tests.<Suite>.<Test>") under sanitizers, each in its own build directory.
+# -O1 -g1 keeps asserts on and gives line numbers in reports. -Werror stays in the Release build:
+# GCC documents false -Wmaybe-uninitialized / -Wstringop-* warnings under -fsanitize.
+UNIT_TESTS := $(addsuffix _unit_tests,$(notdir $(wildcard tests/unit/*)))
+SAN_CMAKE := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+             -DNEREUS_WERROR=OFF
+SAN_CTEST := ctest -R '_unit_tests\.' --output-on-failure -j $(JOBS) --timeout 900
+
+# ASan + UBSan (runs in CI after `make test`).
+test-asan: deps
+	cmake -S . -B build-asan $(SAN_CMAKE) -DNEREUS_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS) --target $(UNIT_TESTS)
+	cd build-asan && \
+	ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(SAN_CTEST)
+
+# TSan (not in CI). tsan.supp: only uninstrumented Debian libraries, a reason per entry.
+test-tsan: deps
+	cmake -S . -B build-tsan $(SAN_CMAKE) -DNEREUS_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target $(UNIT_TESTS)
+	cd build-tsan && \
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	$(SAN_CTEST)
+
 # The storage benchmark (not part of `make test`: speed is measured, not asserted).
 bench: build
 	$(BUILD_DIR)/nereus storage bench --data-dir $(BUILD_DIR)/bench-data
@@ -41,7 +67,7 @@ fuzz-long: deps
 	bash scripts/run-fuzz --runs 10000000
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz
 
 format:
 	find src apps tests bench examples -name '*.h' -o -name '*.cc' | xargs clang-format -i

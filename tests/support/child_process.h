@@ -162,8 +162,13 @@ struct child_run {
     bool died_early = false;  // its stdout ended before the kill
 };
 
+// When `ready_line` is not empty, `run_for` starts only once the child has printed that line
+// (waiting at most `ready_timeout`), so a slow start (a sanitizer build, a loaded machine) does
+// not turn into a kill before the child has set up what the test then checks.
 inline child_run run_and_kill(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds run_for) {
+                              std::chrono::milliseconds run_for,
+                              std::string_view ready_line = {},
+                              std::chrono::milliseconds ready_timeout = std::chrono::seconds(60)) {
     child_run r;
     auto child = child_process::spawn(argv);
     if (!child) {
@@ -172,6 +177,19 @@ inline child_run run_and_kill(const std::vector<std::string>& argv,
     const auto append = [&r](std::string_view s) {
         r.output.append(s);
     };
+    if (!ready_line.empty()) {
+        const std::string marker = std::string(ready_line) + "\n";
+        const auto give_up = child_process::clock::now() + ready_timeout;
+        while (r.output.find(marker) == std::string::npos &&
+               child_process::clock::now() < give_up) {
+            if (!child->read_until(child_process::clock::now() + std::chrono::milliseconds(10),
+                                   append)) {
+                r.died_early = true;
+                r.wait_status = child->kill_and_drain(append);
+                return r;
+            }
+        }
+    }
     r.died_early = !child->read_until(child_process::clock::now() + run_for, append);
     r.wait_status = child->kill_and_drain(append);
     return r;

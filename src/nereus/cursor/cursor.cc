@@ -380,8 +380,12 @@ void cursor::create(cursor_env env,
             });
     };
     // Sends the creation CAS; an unknown outcome is resolved by re-reading the root.
+    // The function holds itself only weakly (a strong self-capture is a cycle that leaked it and
+    // the ctx on every create): it is kept alive by the pending callbacks, and whoever calls
+    // (*send)() holds a strong reference, so the lock() below always succeeds.
     auto send = std::make_shared<std::function<void()>>();
-    *send = [x, finish, send] {
+    *send = [x, finish, self = std::weak_ptr<std::function<void()>>(send)] {
+        auto send = self.lock();
         std::vector<meta::op> ops;
         ops.emplace_back(check_owner(x->env.owner));
         ops.emplace_back(

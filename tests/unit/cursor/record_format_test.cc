@@ -247,7 +247,10 @@ TEST(CursorRecordFormat, TenMillionHoleSnapshotDecodesFast) {
     const auto dt = std::chrono::steady_clock::now() - t0;
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->second.ranges().size(), 10'000'000U);
+#ifndef NEREUS_SANITIZER_BUILD
+    // A speed bound: not asserted under ASan/TSan (several times slower by design).
     EXPECT_LT(std::chrono::duration<double>(dt).count(), 2.0);
+#endif
     RecordProperty("decode_10M_seconds", std::to_string(std::chrono::duration<double>(dt).count()));
     RecordProperty("snapshot_10M_bytes", std::to_string(bytes.size()));
 }

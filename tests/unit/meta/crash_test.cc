@@ -24,14 +24,15 @@ constexpr int kills = 5;
 constexpr int threads = 4;
 constexpr int keys = 3;
 
-// Starts the child, lets it run for `run_for`, SIGKILLs it and collects its output (lines
-// already in the pipe were printed after their completion ran: confirmed too).
+// Starts the child, lets it run for `run_for` once it has printed "ready" (store open, owner
+// key created), SIGKILLs it and collects its output (lines already in the pipe were printed
+// after their completion ran: confirmed too).
 nereus::test::child_run run_and_kill(const std::string& dir,
                                      std::size_t max_group,
                                      std::chrono::milliseconds run_for) {
     auto run = nereus::test::run_and_kill({NEREUS_META_CRASH_CHILD, dir, std::to_string(max_group),
                                            std::to_string(threads), std::to_string(keys)},
-                                          run_for);
+                                          run_for, "ready");
     if (run.wait_status == -1) {
         ADD_FAILURE() << "could not run " << NEREUS_META_CRASH_CHILD;
     }
