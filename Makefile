@@ -43,6 +43,7 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS) --target $(UNIT_TESTS)
 	cd build-asan && \
 	ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(SAN_CTEST)
 

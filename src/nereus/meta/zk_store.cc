@@ -132,6 +132,17 @@ struct zk_conn {
 };
 
 struct zk_store::impl {
+    // What a watch_handle holds: it may outlive the store (cancelling after the store is gone
+    // is a no-op), so it reaches the store only through this gate, which the destructor
+    // closes before the store goes away.
+    struct cancel_gate {
+        std::mutex mu;
+        std::condition_variable idle;
+        impl* store = nullptr;  // guarded by mu; null once the store is being destroyed
+        int running = 0;        // cancels inside `store` now (guarded by mu)
+    };
+    std::shared_ptr<cancel_gate> gate = std::make_shared<cancel_gate>();
+
     struct zsession {
         std::unique_ptr<zk_conn> conn;
         std::chrono::milliseconds ttl{0};
@@ -1146,6 +1157,13 @@ zk_store::zk_store(std::unique_ptr<impl> i) : impl_(std::move(i)) {
 zk_store::~zk_store() {
     NEREUS_ASSERT(!is_callback_thread(), "meta store destroyed from its own callback thread");
     {
+        // From here on a watch_handle's cancel is a no-op (the watchers end with `closed`);
+        // cancels already inside the store finish first.
+        std::unique_lock lock(impl_->gate->mu);
+        impl_->gate->store = nullptr;
+        impl_->gate->idle.wait(lock, [this] { return impl_->gate->running == 0; });
+    }
+    {
         const std::lock_guard lock(impl_->mu);
         impl_->stopping = true;
         impl_->cv.notify_all();
@@ -1213,7 +1231,32 @@ watch_handle zk_store::watch(std::string prefix, watch_callback callback) {
     // The worker sets the ZooKeeper watches for the prefix (after every request submitted
     // before, so this store's own earlier writes are part of the baseline).
     i->submit([i, p = std::move(armed_prefix)] { i->arm_prefix(p); }, [] {});
-    return watch_handle([i, id] { i->cancel(id); });
+    {
+        const std::lock_guard lock(i->gate->mu);
+        i->gate->store = i;
+    }
+    return watch_handle([gate = std::weak_ptr<impl::cancel_gate>(i->gate), id] {
+        auto g = gate.lock();
+        if (!g) {
+            return;
+        }
+        impl* store = nullptr;
+        {
+            const std::lock_guard lock(g->mu);
+            if (g->store == nullptr) {
+                return;
+            }
+            store = g->store;
+            ++g->running;
+        }
+        // Not under g->mu: cancel may wait for a running callback, which may cancel too.
+        store->cancel(id);
+        {
+            const std::lock_guard lock(g->mu);
+            --g->running;
+        }
+        g->idle.notify_all();
+    });
 }
 
 void zk_store::open_session(std::chrono::milliseconds ttl, callback<session_id> done) {
