@@ -1,6 +1,7 @@
 #include "nereus/admin/http_server.h"
 
 #include "nereus/admin/logger.h"
+#include "nereus/broker/listen.h"
 
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -214,26 +215,10 @@ http_server::~http_server() {
 
 result<void> http_server::start() {
     auto& m = *impl_;
-    boost::system::error_code ec;
-    const auto addr = asio::ip::make_address(m.options.bind_address, ec);
-    if (ec) {
-        return nereus::error(std::error_code(ec.value(), std::generic_category()));
-    }
-    const tcp::endpoint ep(addr, m.options.port);
-    m.acceptor.open(ep.protocol(), ec);
-    if (!ec) {
-        m.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-    }
-    if (!ec) {
-        m.acceptor.bind(ep, ec);
-    }
-    if (!ec) {
-        m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    }
-    if (ec) {
+    if (auto r = broker::listen_on(m.acceptor, m.options.bind_address, m.options.port); !r) {
         NEREUS_LOG(admin_log(), err, "cannot listen on {}:{}: {}", m.options.bind_address,
-                   m.options.port, ec.message());
-        return nereus::error(std::error_code(ec.value(), std::system_category()));
+                   m.options.port, r.error().message());
+        return r;
     }
     m.bound_port = m.acceptor.local_endpoint().port();
     m.work.emplace(m.io.get_executor());

@@ -2,6 +2,7 @@
 
 #include "nereus/broker/blocking_pool.h"
 #include "nereus/broker/connection.h"
+#include "nereus/broker/listen.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic.h"
 
@@ -95,31 +96,16 @@ server::~server() {
 
 result<void> server::start() {
     auto& m = *impl_;
-    boost::system::error_code ec;
-    const auto addr = asio::ip::make_address(m.options.bind_address, ec);
-    if (ec) {
-        return nereus::error(std::error_code(ec.value(), std::generic_category()));
-    }
-    const tcp::endpoint ep(addr, m.options.port);
-    m.acceptor.open(ep.protocol(), ec);
-    if (!ec) {
-        m.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-    }
-    if (!ec) {
-        m.acceptor.bind(ep, ec);
-    }
-    if (!ec) {
-        m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    }
-    if (ec) {
+    if (auto r = listen_on(m.acceptor, m.options.bind_address, m.options.port); !r) {
         NEREUS_LOG(broker_log(), err, "cannot listen on {}:{}: {}", m.options.bind_address,
-                   m.options.port, ec.message());
-        return nereus::error(std::error_code(ec.value(), std::system_category()));
+                   m.options.port, r.error().message());
+        return r;
     }
     m.bound_port = m.acceptor.local_endpoint().port();
     std::string host =
         m.options.advertised_host.empty() ? m.options.bind_address : m.options.advertised_host;
-    if (m.options.advertised_host.empty() && addr.is_unspecified()) {
+    if (m.options.advertised_host.empty() &&
+        m.acceptor.local_endpoint().address().is_unspecified()) {
         // Listening on every address: advertise the host name (Java standalone does too).
         char name[256] = {};
         host = ::gethostname(name, sizeof name - 1) == 0 && name[0] != 0 ? name : "127.0.0.1";
