@@ -9,6 +9,7 @@
 // Durability: see each handler; state-changing requests answer only after the change is
 //   durable.
 
+#include "nereus/admin/rate_sampler.h"
 #include "nereus/broker/server.h"
 #include "nereus/broker/topic.h"
 #include "nereus/broker/topic_backend.h"
@@ -21,8 +22,15 @@
 namespace nereus::admin {
 
 struct admin_context {
-    admin_context(broker::server& s, broker::topic_backend& b, std::string http_host)
-        : broker(s), topics(s.topics()), backend(b), host(std::move(http_host)) {}
+    admin_context(broker::server& s,
+                  broker::topic_backend& b,
+                  std::string http_host,
+                  std::chrono::milliseconds stats_interval)
+        : broker(s),
+          topics(s.topics()),
+          backend(b),
+          host(std::move(http_host)),
+          rates(s.topics(), stats_interval) {}
 
     broker::server& broker;
     broker::topic_registry& topics;
@@ -31,6 +39,7 @@ struct admin_context {
     std::atomic<std::uint16_t> http_port{0};  // set once the HTTP server is bound
     std::string cluster = "standalone";
     std::mutex write_mu;  // held by every state-changing request
+    rate_sampler rates;   // msgRateIn/Out etc.; sampling while the admin server runs
 
     std::string http_url() const {
         return "http://" + host + ":" + std::to_string(http_port.load());

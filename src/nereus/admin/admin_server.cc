@@ -13,7 +13,8 @@ admin_server::admin_server(broker::server& broker,
     : ctx_(std::make_unique<admin_context>(
           broker,
           backend,
-          options.advertised_host.empty() ? options.http.bind_address : options.advertised_host)),
+          options.advertised_host.empty() ? options.http.bind_address : options.advertised_host,
+          options.stats_interval)),
       router_(std::make_unique<router>()) {
     add_cluster_routes(*router_, *ctx_);
     add_topic_routes(*router_, *ctx_);
@@ -36,11 +37,17 @@ result<void> admin_server::start() {
         return r;
     }
     ctx_->http_port = http_->port();
+    ctx_->rates.start();
     return {};
 }
 
 void admin_server::stop() {
     http_->stop();
+    ctx_->rates.stop();
+}
+
+rate_sampler& admin_server::rates() {
+    return ctx_->rates;
 }
 
 std::uint16_t admin_server::port() const {
@@ -69,6 +76,7 @@ broker::standalone_service_factory standalone_admin() {
         ao.http.bind_address = o.bind_address;
         ao.http.port = o.http_port;
         ao.advertised_host = o.advertised_address;
+        ao.stats_interval = std::chrono::seconds(o.stats_interval_s);
         return std::unique_ptr<broker::standalone_service>(
             std::make_unique<standalone_admin_service>(s, b, std::move(ao)));
     };

@@ -18,6 +18,7 @@
 #include "nereus/broker/standalone.h"
 #include "nereus/broker/topic_backend.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,12 +26,16 @@
 namespace nereus::admin {
 
 struct admin_context;
+class rate_sampler;
 class router;
 
 struct admin_options {
     http_server_options http;
     // Host put into httpUrl answers (lookup, clusters); empty: http.bind_address.
     std::string advertised_host;
+    // How often topic counters are sampled for the stats' rates (Pulsar's
+    // statsUpdateFrequencyInSecs).
+    std::chrono::milliseconds stats_interval{60'000};
 };
 
 class admin_server {
@@ -45,6 +50,8 @@ public:
     // Graceful (http_server::stop); idempotent.
     void stop();
     std::uint16_t port() const;
+    // The stats' rate sampler (tests sample it at chosen times).
+    rate_sampler& rates();
 
 private:
     std::unique_ptr<admin_context> ctx_;

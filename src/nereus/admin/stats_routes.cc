@@ -33,7 +33,7 @@ const char* pulsar_type(broker::sub_type t) {
     return "Exclusive";
 }
 
-json::object subscription_stats(broker::subscription& s) {
+json::object subscription_stats(const rates& r, broker::subscription& s) {
     const auto st = s.stats();
     json::object o;
     json::array consumers;
@@ -44,13 +44,12 @@ json::object subscription_stats(broker::subscription& s) {
         co["availablePermits"] = c.permits;
         co["unackedMessages"] = c.unacked;
         co["priorityLevel"] = c.priority;
-        co["msgRateOut"] = 0.0;
         unacked += c.unacked;
         consumers.push_back(std::move(co));
     }
-    o["msgRateOut"] = 0.0;
-    o["msgThroughputOut"] = 0.0;
-    o["msgRateRedeliver"] = 0.0;
+    o["msgRateOut"] = r.msg_out;
+    o["msgThroughputOut"] = r.bytes_out;
+    o["msgRateRedeliver"] = r.redeliver;
     o["msgOutCounter"] = st.messages_dispatched;
     o["msgBacklog"] = s.backlog();
     o["unackedMessages"] = unacked;
@@ -65,18 +64,19 @@ json::object subscription_stats(broker::subscription& s) {
     return o;
 }
 
-json::object topic_stats(broker::topic& t) {
+json::object topic_stats(const rate_sampler& sampler, broker::topic& t) {
+    const auto r = sampler.topic(t.full_name());
     json::object o;
-    o["msgRateIn"] = 0.0;
-    o["msgThroughputIn"] = 0.0;
-    o["msgRateOut"] = 0.0;
-    o["msgThroughputOut"] = 0.0;
+    o["msgRateIn"] = r.msg_in;
+    o["msgThroughputIn"] = r.bytes_in;
+    o["msgRateOut"] = r.msg_out;
+    o["msgThroughputOut"] = r.bytes_out;
     o["msgInCounter"] = t.messages_in();
     o["bytesInCounter"] = t.bytes_in();
     std::uint64_t out = 0;
     json::object subs;
     for (const auto& s : all_subscriptions(t)) {
-        auto so = subscription_stats(*s);
+        auto so = subscription_stats(sampler.subscription(t.full_name(), s->name()), *s);
         out += s->stats().messages_dispatched;
         subs[s->name()] = std::move(so);
     }
@@ -87,7 +87,6 @@ json::object topic_stats(broker::topic& t) {
     json::array publishers;
     for (std::size_t i = 0, n = t.producer_count(); i < n; ++i) {
         json::object p;
-        p["msgRateIn"] = 0.0;
         publishers.push_back(std::move(p));
     }
     o["publishers"] = std::move(publishers);
@@ -199,6 +198,7 @@ std::string metrics_text(admin_context& ctx) {
         std::uint64_t out;
     };
     std::string producers, subscriptions, consumers, in_msgs, in_bytes, out_msgs;
+    std::string rate_in, rate_out, throughput_in, throughput_out;
     std::vector<sub_row> subs;
     for (const auto& t : topics) {
         const auto l = labels(ctx, *t);
@@ -219,6 +219,11 @@ std::string metrics_text(admin_context& ctx) {
         in_msgs += fmt::format("pulsar_in_messages_total{{{}}} {}\n", l, t->messages_in());
         in_bytes += fmt::format("pulsar_in_bytes_total{{{}}} {}\n", l, t->bytes_in());
         out_msgs += fmt::format("pulsar_out_messages_total{{{}}} {}\n", l, nout);
+        const auto r = ctx.rates.topic(t->full_name());
+        rate_in += fmt::format("pulsar_rate_in{{{}}} {}\n", l, r.msg_in);
+        rate_out += fmt::format("pulsar_rate_out{{{}}} {}\n", l, r.msg_out);
+        throughput_in += fmt::format("pulsar_throughput_in{{{}}} {}\n", l, r.bytes_in);
+        throughput_out += fmt::format("pulsar_throughput_out{{{}}} {}\n", l, r.bytes_out);
     }
     auto family = [&out](std::string_view name, std::string_view type, std::string_view help,
                          const std::string& rows) {
@@ -236,6 +241,14 @@ std::string metrics_text(admin_context& ctx) {
     family("pulsar_in_bytes_total", "counter", "Bytes appended durably since the topic opened.",
            in_bytes);
     family("pulsar_out_messages_total", "counter", "Messages dispatched to consumers.", out_msgs);
+    family("pulsar_rate_in", "gauge", "Messages/s appended, over the last stats interval.",
+           rate_in);
+    family("pulsar_rate_out", "gauge", "Messages/s dispatched, over the last stats interval.",
+           rate_out);
+    family("pulsar_throughput_in", "gauge", "Bytes/s appended, over the last stats interval.",
+           throughput_in);
+    family("pulsar_throughput_out", "gauge", "Bytes/s dispatched, over the last stats interval.",
+           throughput_out);
     std::string backlog, sub_consumers, sub_out;
     for (const auto& s : subs) {
         backlog += fmt::format("pulsar_subscription_back_log{{{}}} {}\n", s.labels, s.backlog);
@@ -271,7 +284,7 @@ void add_stats_routes(router& r, admin_context& ctx) {
         if (!t) {
             return error_from(t.error());
         }
-        return json_response(200, topic_stats(**t));
+        return json_response(200, topic_stats(ctx.rates, **t));
     });
     r.add("GET", std::string(base) + "/partitioned-stats",
           [&ctx](const http_request&, const path_params& p) {
@@ -296,7 +309,7 @@ void add_stats_routes(router& r, admin_context& ctx) {
               for (auto& t : *targets) {
                   in += t->messages_in();
                   bytes += t->bytes_in();
-                  partitions[t->full_name()] = topic_stats(*t);
+                  partitions[t->full_name()] = topic_stats(ctx.rates, *t);
               }
               o["metadata"] = json::object{{"partitions", *n}};
               o["msgInCounter"] = in;

@@ -30,6 +30,7 @@ struct standalone_options {
     std::uint32_t keepalive_interval_s = 30;
     std::uint32_t stop_timeout_ms = 5'000;
     std::uint32_t dispatch_batch = 256;
+    std::uint32_t stats_interval_s = 60;  // admin stats' rates: counters sampled this often
 };
 
 class server;

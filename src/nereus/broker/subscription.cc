@@ -394,7 +394,8 @@ void subscription::deliver_locked(consumer& c, const dispatch_entry& e, std::int
     c.permits -= messages;
     c.unacked += messages;
     add_pending_locked(e.pos.entry_id, pending{&c, e.fence, e.batch_size, messages, slot});
-    ++dispatched_;
+    dispatched_ += messages;
+    bytes_dispatched_ += e.data ? e.data->size() : 0;
     // Counted on Shared/Key_Shared only (Exclusive/Failover report 0, as Pulsar).
     const std::uint32_t redeliveries = type_ == sub_type::shared || type_ == sub_type::key_shared
                                            ? cursor_->redelivery_count(e.pos.entry_id)
@@ -822,6 +823,7 @@ subscription_stats subscription::stats() const {
     st.acks_no_effect = acks_no_effect_.load();
     st.acks_stale = acks_stale_.load();
     st.messages_dispatched = dispatched_.load();
+    st.bytes_dispatched = bytes_dispatched_.load();
     st.redeliveries = redeliveries_.load();
     return st;
 }

@@ -2,6 +2,8 @@
 
 #include "support/admin_fixture.h"
 #include "support/wire_helpers.h"
+
+#include "nereus/admin/rate_sampler.h"
 #include <boost/json.hpp>
 
 namespace nereus::admin::test {
@@ -58,6 +60,50 @@ TEST_F(AdminTest, MetricsInPrometheusText) {
               std::string::npos)
         << m;
     EXPECT_NE(m.find("# TYPE pulsar_in_messages_total counter"), std::string::npos);
+}
+
+// Rates come from the last two samples of the counters (Pulsar's statsUpdateFrequencyInSecs).
+TEST_F(AdminTest, RatesAreCounterGrowthBetweenTheLastTwoSamples) {
+    auto p = wire();
+    ASSERT_TRUE(create_producer(*p, topic, 0));
+    auto c = wire();
+    ASSERT_TRUE(subscribe(*c, topic, "s", 0, 100, true, /*shared=*/1));
+    const auto t0 = rate_sampler::clock::now();
+    admin_->rates().sample_at(t0);
+    ASSERT_EQ(produce(*p, 0, 4), 4);
+    ASSERT_EQ(receive(*c, 4).size(), 4U);
+
+    auto before = http_->get(base + "/stats");
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->json().at("msgRateIn").as_double(), 0.0);  // one sample: no rate yet
+
+    admin_->rates().sample_at(t0 + std::chrono::seconds(2));
+    auto r = http_->get(base + "/stats");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200U);
+    const auto v = r->json();
+    EXPECT_DOUBLE_EQ(v.at("msgRateIn").as_double(), 2.0);
+    EXPECT_DOUBLE_EQ(v.at("msgRateOut").as_double(), 2.0);
+    const auto bytes_in = v.at("bytesInCounter").as_int64();
+    EXPECT_DOUBLE_EQ(v.at("msgThroughputIn").as_double(), static_cast<double>(bytes_in) / 2.0);
+    EXPECT_GT(v.at("msgThroughputOut").as_double(), 0.0);
+    const auto& s = v.at("subscriptions").at("s");
+    EXPECT_DOUBLE_EQ(s.at("msgRateOut").as_double(), 2.0);
+    EXPECT_DOUBLE_EQ(s.at("msgRateRedeliver").as_double(), 0.0);
+
+    auto m = http_->get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find(R"(pulsar_rate_in{cluster="standalone",namespace="public/default",)"
+                           R"(topic="persistent://public/default/st"} 2)"),
+              std::string::npos)
+        << m->body;
+
+    // A quiet interval brings the rates back to 0.
+    admin_->rates().sample_at(t0 + std::chrono::seconds(4));
+    auto q = http_->get(base + "/stats");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->json().at("msgRateIn").as_double(), 0.0);
+    EXPECT_EQ(q->json().at("msgRateOut").as_double(), 0.0);
 }
 
 }  // namespace
