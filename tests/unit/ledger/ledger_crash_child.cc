@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
         return 6;
     }
     auto& cur = **c;
+    emit("ready");  // the test's kill timer starts here, not while the stores open
     std::string payload(32, 'p');
     for (std::uint64_t round = 0;; ++round) {
         for (int i = 0; i < 20; ++i) {
