@@ -39,6 +39,7 @@
 #include "nereus/proto/commands.h"
 #include "nereus/proto/pulsar_api.h"
 
+#include "support/child_process.h"
 #include "unit/broker/support/wire_client.h"
 #include <algorithm>
 #include <arpa/inet.h>
@@ -77,8 +78,9 @@ namespace proto = nereus::proto;
 namespace pb = nereus::proto::pb;
 using clock_type = std::chrono::steady_clock;
 
-constexpr const char* kTopic = "persistent://public/default/crash-t";
-constexpr const char* kAdminTopic = "/admin/v2/persistent/public/default/crash-t";
+// The campaign's two topics: `crash-t` (the C++ load) and `crash-flex` (pulsar-flex).
+std::string topic_url(const std::string& t) { return "persistent://public/default/" + t; }
+std::string admin_path(const std::string& t) { return "/admin/v2/persistent/public/default/" + t; }
 
 double seconds_since(clock_type::time_point t) {
     return std::chrono::duration<double>(clock_type::now() - t).count();
@@ -299,6 +301,8 @@ struct delivered_entry {
     bool batched = false;
     std::vector<std::int32_t> indexes;       // delivered (not acked) indexes
     std::vector<std::string> payloads;       // per index in the entry (all of them)
+    std::string producer;                    // MessageMetadata.producer_name
+    std::uint64_t sequence_id = 0;           // MessageMetadata.sequence_id
 };
 
 // Parses a MESSAGE: its stored section (optional 0x0e01 checksum, metadata, payload).
@@ -328,6 +332,8 @@ std::optional<delivered_entry> parse_message(const received& r) {
         return std::nullopt;
     }
     at += md_size;
+    d.producer = md.producer_name();
+    d.sequence_id = md.sequence_id();
     const std::span<const std::byte> payload(s.data() + at, s.size() - at);
     if (md.has_num_messages_in_batch()) {
         d.batched = true;
@@ -387,10 +393,10 @@ struct sub_state {
         if (recreated && k.entry <= trim_bound) {
             return false;
         }
-        return k.entry < acked_below || acked.contains(k);
+        return k.entry < acked_below || acked.contains(k) || acked.contains(key{k.entry, -1});
     }
     [[nodiscard]] bool may_be_acked(key k) const {
-        return k.entry < maybe_below || maybe.contains(k);
+        return k.entry < maybe_below || maybe.contains(k) || maybe.contains(key{k.entry, -1});
     }
     // An ack (confirmed or not) was sent for message `index` of `entry`.
     [[nodiscard]] bool ack_sent(std::uint64_t entry, std::int32_t index) const {
@@ -409,7 +415,11 @@ struct producer_model {
     std::map<std::uint64_t, key> receipted;  // sequence id -> where the receipt put it
 };
 
+// One topic's model. Keys with index -1 stand for a whole entry (pulsar-flex acks entries).
 struct model {
+    std::string topic;       // local name
+    std::string audit;       // the audit subscription's name
+    bool flex = false;       // produced by pulsar-flex (payloads `f<round>:<u>:<i>/<n>`)
     std::mutex mu;
     std::map<std::string, producer_model> producers;
     std::map<std::string, sub_model> subs;
@@ -418,6 +428,10 @@ struct model {
     std::uint64_t receipts = 0;    // confirmed this round
     std::uint64_t acks = 0;        // confirmed this round
     std::map<std::string, std::uint64_t> ops;  // operations sent / confirmed, by kind
+
+    // pulsar-flex receipts since the last verification: (round tag, unit) -> messages.
+    std::map<std::pair<std::string, std::uint64_t>, std::uint32_t> flex_receipts;
+    std::set<std::string> known_flex_tags;  // rounds whose pulsar-flex load ran
 
     sub_state& only(const std::string& s) { return subs[s].candidates.back(); }
 };
@@ -429,9 +443,13 @@ std::string payload_of(const std::string& producer, std::uint64_t seq) {
     return producer + ":" + std::to_string(seq);
 }
 
-bool open_producer(wire_client& c, std::uint64_t producer_id, const std::string& name) {
+bool open_producer(wire_client& c,
+                   const std::string& topic,
+                   std::uint64_t producer_id,
+                   const std::string& name) {
+    const std::string url = topic_url(topic);
     proto::producer_args a;
-    a.topic = kTopic;
+    a.topic = url;
     a.producer_id = producer_id;
     a.request_id = 1;
     a.producer_name = name;
@@ -487,13 +505,15 @@ bool send_entry(wire_client& c,
 }
 
 bool subscribe(wire_client& c,
+               const std::string& topic,
                std::uint64_t consumer_id,
                std::uint64_t request_id,
                const std::string& sub,
                std::int32_t type,
                std::uint32_t permits) {
+    const std::string url = topic_url(topic);
     proto::subscribe_args a;
-    a.topic = kTopic;
+    a.topic = url;
     a.subscription = sub;
     a.sub_type = type;
     a.consumer_id = consumer_id;
@@ -563,7 +583,7 @@ struct load_context {
 
 void run_producer(load_context& ctx, const std::string& name, bool batched) {
     auto c = wire_client::open(ctx.port);
-    if (!c || !c->handshake(20) || !open_producer(*c, 1, name)) {
+    if (!c || !c->handshake(20) || !open_producer(*c, ctx.m.topic, 1, name)) {
         return;
     }
     std::mt19937_64 rng(ctx.seed);
@@ -621,7 +641,7 @@ enum class role { individual, cumulative, batch_index };
 
 void run_consumer(load_context& ctx, const std::string& sub, std::int32_t type, role what) {
     auto c = wire_client::open(ctx.port);
-    if (!c || !c->handshake(20) || !subscribe(*c, 1, 1, sub, type, 1000)) {
+    if (!c || !c->handshake(20) || !subscribe(*c, ctx.m.topic, 1, 1, sub, type, 1000)) {
         return;
     }
     std::mt19937_64 rng(ctx.seed);
@@ -827,7 +847,7 @@ void run_churn(load_context& ctx, const std::string& sub) {
     };
     bool need_subscribe = true;
     for (int cycle = 0; cycle < 10000 && !ctx.stop.load() && !c->closed(); ++cycle) {
-        if (need_subscribe && !subscribe(*c, consumer_id, next_request++, sub, 0, 1000)) {
+        if (need_subscribe && !subscribe(*c, ctx.m.topic, consumer_id, next_request++, sub, 0, 1000)) {
             return;
         }
         need_subscribe = false;
@@ -934,7 +954,7 @@ void run_churn(load_context& ctx, const std::string& sub) {
             const std::string body = "{\"ledgerId\":" + std::to_string(ledger) +
                                      ",\"entryId\":" + std::to_string(target) + "}";
             const auto [status, text] = http_request(
-                ctx.http_port, "POST", std::string(kAdminTopic) + "/subscription/" + sub +
+                ctx.http_port, "POST", admin_path(ctx.m.topic) + "/subscription/" + sub +
                                            "/resetcursor",
                 body);
             if (status == 0) {
@@ -988,12 +1008,36 @@ struct verifier {
 
     void violation(std::string s) { violations.push_back(std::move(s)); }
 
+    // A pulsar-flex payload `f<round>:<u>:<i>/<n>`: of a load that ran, in its place in its
+    // entry, of a unit of the size the load sends, and never twice.
+    void check_flex_payload(const delivered_entry& d,
+                            std::int32_t i,
+                            const std::string& p,
+                            std::set<std::string>& seen) {
+        unsigned long long u = 0;
+        int idx = 0;
+        int n = 0;
+        char tag[32] = {};
+        const bool parsed = std::sscanf(p.c_str(), "%31[^:]:%llu:%d/%d", tag, &u, &idx, &n) == 4;
+        const int want_n = u % 4 == 3 ? 2 + static_cast<int>(u % 5) : 1;
+        const bool known = parsed && (m.known_flex_tags.contains(tag) ||
+                                      std::string(tag) == "f" + std::to_string(round - 1) ||
+                                      std::string(tag) == "f" + std::to_string(round));
+        if (!known || idx != i || n != d.batch_size || n != want_n) {
+            violation(m.topic + ": entry " + std::to_string(d.entry) + " holds '" + p +
+                      "', never sent");
+        }
+        if (!seen.insert(p).second) {
+            violation(m.topic + ": pulsar-flex message " + p + " stored twice");
+        }
+    }
+
     // Reads `sub` with a fresh consumer until the fence entry; nullopt when it did not arrive.
     std::optional<std::vector<delivered_entry>> read_all(wire_client& c,
                                                          const std::string& sub,
                                                          std::int32_t type,
                                                          std::uint64_t fence) {
-        if (!subscribe(c, 1, 1, sub, type, 100000)) {
+        if (!subscribe(c, m.topic, 1, 1, sub, type, 100000)) {
             return std::nullopt;
         }
         std::vector<delivered_entry> out;
@@ -1134,9 +1178,9 @@ struct verifier {
     void run(int kill_round) {
         (void)kill_round;
         // 1. The fence.
-        const std::string fence_name = "fence-" + std::to_string(round);
+        const std::string fence_name = m.topic + "-fence-" + std::to_string(round);
         auto pc = wire_client::open(port);
-        if (!pc || !pc->handshake(20) || !open_producer(*pc, 1, fence_name)) {
+        if (!pc || !pc->handshake(20) || !open_producer(*pc, m.topic, 1, fence_name)) {
             fatal = "cannot open the fence producer";
             return;
         }
@@ -1169,15 +1213,16 @@ struct verifier {
         auto ac = wire_client::open(port);
         std::optional<std::vector<delivered_entry>> audit;
         if (ac && ac->handshake(20)) {
-            audit = read_all(*ac, "audit", 0, fence);
+            audit = read_all(*ac, m.audit, 0, fence);
         }
         if (!audit) {
-            violation("audit: the fence was not delivered");
+            violation(m.audit + ": the fence was not delivered");
             fatal = "audit read failed";
             return;
         }
         std::map<key, std::string> stored;
         std::map<std::string, std::uint64_t> last_seq;
+        std::set<std::string> flex_seen;
         for (const auto& d : *audit) {
             if (d.indexes.size() != static_cast<std::size_t>(d.batch_size)) {
                 violation("audit: entry " + std::to_string(d.entry) + " partly acked");
@@ -1185,6 +1230,10 @@ struct verifier {
             for (std::int32_t i = 0; i < d.batch_size; ++i) {
                 const auto& p = d.payloads[static_cast<std::size_t>(i)];
                 stored[key{d.entry, i}] = p;
+                if (m.flex && p.rfind(fence_name, 0) != 0) {
+                    check_flex_payload(d, i, p, flex_seen);
+                    continue;
+                }
                 const auto colon = p.rfind(':');
                 const std::string prod = colon == std::string::npos ? p : p.substr(0, colon);
                 const std::uint64_t seq =
@@ -1217,6 +1266,31 @@ struct verifier {
                     violation("receipted " + prod + ":" + std::to_string(seq) + " at " +
                               std::to_string(k.entry) + " holds '" + it->second + "'");
                 }
+            }
+        }
+
+        if (m.flex) {
+            // Every pulsar-flex receipt: each message of the unit present.
+            for (const auto& [unit, n] : m.flex_receipts) {
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    const auto p = unit.first + ":" + std::to_string(unit.second) + ":" +
+                                   std::to_string(i) + "/" + std::to_string(n);
+                    if (!flex_seen.contains(p)) {
+                        violation(m.topic + ": receipted pulsar-flex message " + p + " missing");
+                    }
+                }
+            }
+            m.flex_receipts.clear();
+            // Per producer (pulsar-flex names its own), sequence ids increase with the entry.
+            std::map<std::string, std::uint64_t> last;
+            for (const auto& d : *audit) {
+                auto it = last.find(d.producer);
+                if (it != last.end() && d.sequence_id <= it->second) {
+                    violation(m.topic + ": producer " + d.producer + " sequence id " +
+                              std::to_string(d.sequence_id) + " at entry " +
+                              std::to_string(d.entry) + " after " + std::to_string(it->second));
+                }
+                last[d.producer] = d.sequence_id;
             }
         }
 
@@ -1282,6 +1356,7 @@ struct verifier {
             ++i;
         }
         m.base = fence + 1;
+        m.known_flex_tags.insert("f" + std::to_string(round));
         opened.clear();
         ac.reset();
 
@@ -1295,10 +1370,10 @@ struct verifier {
     void check_internal_stats() {
         std::pair<int, std::string> r;
         for (int attempt = 0; attempt < 3 && r.first != 200; ++attempt) {
-            r = http_request(http_port, "GET", std::string(kAdminTopic) + "/internalStats", "");
+            r = http_request(http_port, "GET", admin_path(m.topic) + "/internalStats", "");
         }
         if (r.first != 200) {
-            violation("internalStats answered " + std::to_string(r.first));
+            violation(m.topic + ": internalStats answered " + std::to_string(r.first));
             return;
         }
         const auto& s = r.second;
@@ -1344,6 +1419,8 @@ int main(int argc, char** argv) {
     int min_run_ms = 50;
     int max_run_ms = 4000;
     bool keep = false;
+    std::string node;
+    std::string flex_script;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const auto val = [&]() -> std::string {
@@ -1366,6 +1443,10 @@ int main(int argc, char** argv) {
             max_run_ms = std::atoi(val().c_str());
         } else if (a == "--keep") {
             keep = true;
+        } else if (a == "--node") {
+            node = val();
+        } else if (a == "--flex-script") {
+            flex_script = val();
         } else {
             return usage();
         }
@@ -1392,11 +1473,22 @@ int main(int argc, char** argv) {
 
     std::mt19937_64 rng(seed);
     model m;
+    m.topic = "crash-t";
+    m.audit = "audit";
     for (auto [name, type] : std::vector<std::pair<std::string, std::int32_t>>{
              {"s-ind", 1}, {"s-cum", 0}, {"s-bidx", 2}, {"s-churn", 0}}) {
         m.subs[name].name = name;
         m.subs[name].type = type;
     }
+    // The pulsar-flex topic (when node and the pulsar-flex package are there).
+    const bool flex = !node.empty() && !flex_script.empty();
+    model mf;
+    mf.topic = "crash-flex";
+    mf.audit = "flex-audit";
+    mf.flex = true;
+    mf.subs["flex-sub"].name = "flex-sub";
+    mf.subs["flex-sub"].type = 1;
+    std::printf("pulsar-flex load: %s\n", flex ? flex_script.c_str() : "off (no node / pulsar-flex)");
     broker_process broker(nereus, data, log);
     const auto t0 = clock_type::now();
     std::uint64_t total_violations = 0;
@@ -1410,18 +1502,20 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "campaign: the broker did not start (log: %s)\n", log.c_str());
         return 2;
     }
-    for (const auto& [name, sm] : m.subs) {
-        auto c = wire_client::open(broker.port());
-        if (!c || !c->handshake(20) || !subscribe(*c, 1, 1, name, sm.type, 0)) {
-            std::fprintf(stderr, "campaign: cannot create subscription %s\n", name.c_str());
-            return 2;
+    for (model* tm : {&m, &mf}) {
+        if (tm->flex && !flex) {
+            continue;
         }
-    }
-    {
-        auto c = wire_client::open(broker.port());
-        if (!c || !c->handshake(20) || !subscribe(*c, 1, 1, "audit", 0, 0)) {
-            std::fprintf(stderr, "campaign: cannot create the audit subscription\n");
-            return 2;
+        std::vector<std::pair<std::string, std::int32_t>> subs = {{tm->audit, 0}};
+        for (const auto& [name, sm] : tm->subs) {
+            subs.emplace_back(name, sm.type);
+        }
+        for (const auto& [name, type] : subs) {
+            auto c = wire_client::open(broker.port());
+            if (!c || !c->handshake(20) || !subscribe(*c, tm->topic, 1, 1, name, type, 0)) {
+                std::fprintf(stderr, "campaign: cannot create subscription %s\n", name.c_str());
+                return 2;
+            }
         }
     }
 
@@ -1443,6 +1537,23 @@ int main(int argc, char** argv) {
         spawn([](load_context& c) { run_consumer(c, "s-cum", 0, role::cumulative); });
         spawn([](load_context& c) { run_consumer(c, "s-bidx", 2, role::batch_index); });
         spawn([](load_context& c) { run_churn(c, "s-churn"); });
+        // pulsar-flex: a node process, its stdout read by a thread until the kill.
+        std::optional<nereus::test::child_process> flex_child;
+        std::string flex_out;
+        std::thread flex_reader;
+        std::atomic<bool> flex_stop{false};
+        if (flex) {
+            flex_child = nereus::test::child_process::spawn(
+                {node, flex_script, std::to_string(broker.port()), std::to_string(k)});
+            if (flex_child) {
+                flex_reader = std::thread([&] {
+                    while (!flex_stop.load() &&
+                           flex_child->read_until(clock_type::now() + 20ms,
+                                                  [&](std::string_view sv) { flex_out.append(sv); })) {
+                    }
+                });
+            }
+        }
         const auto run_for = std::chrono::milliseconds(
             min_run_ms + static_cast<int>(rng() % static_cast<std::uint64_t>(max_run_ms - min_run_ms + 1)));
         std::this_thread::sleep_for(run_for);
@@ -1456,10 +1567,41 @@ int main(int argc, char** argv) {
         stop = true;
         std::uint64_t receipts = 0;
         std::uint64_t acks = 0;
+        if (flex_child) {
+            flex_stop = true;
+            flex_reader.join();
+            flex_child->kill_and_drain([&](std::string_view sv) { flex_out.append(sv); });
+            flex_child.reset();
+            // Complete lines only: a line cut by the kill was not confirmed.
+            std::size_t at = 0;
+            auto& fs = mf.only("flex-sub");
+            for (std::size_t eol; (eol = flex_out.find('\n', at)) != std::string::npos;
+                 at = eol + 1) {
+                const std::string line = flex_out.substr(at, eol - at);
+                unsigned long long a = 0;
+                unsigned long long b = 0;
+                if (std::sscanf(line.c_str(), "R %llu %llu", &a, &b) == 2) {
+                    mf.flex_receipts[{"f" + std::to_string(k), a}] = static_cast<std::uint32_t>(b);
+                    receipts += b;
+                    mf.ops["pulsar-flex receipted messages"] += b;
+                } else if (std::sscanf(line.c_str(), "Q %llu", &a) == 1) {
+                    fs.maybe.insert(key{a, -1});
+                    ++mf.ops["pulsar-flex ack"];
+                } else if (std::sscanf(line.c_str(), "A %llu", &a) == 1) {
+                    fs.acked.insert(key{a, -1});
+                    ++acks;
+                    ++mf.ops["pulsar-flex ack confirmed"];
+                } else if (std::sscanf(line.c_str(), "N %llu", &a) == 1) {
+                    ++mf.ops["pulsar-flex nack"];
+                } else if (line.rfind("E ", 0) == 0) {
+                    std::fprintf(stderr, "campaign: pulsar-flex load: %s\n", line.c_str());
+                }
+            }
+        }
         {
             std::lock_guard l(m.mu);
-            receipts = m.receipts;
-            acks = m.acks;
+            receipts += m.receipts;
+            acks += m.acks;
         }
         total_receipts += receipts;
         total_acks += acks;
@@ -1491,6 +1633,12 @@ int main(int argc, char** argv) {
         }
         verifier v{m, broker.port(), broker.http_port(), k, {}, {}};
         v.run(k);
+        if (flex && v.fatal.empty()) {
+            verifier vf{mf, broker.port(), broker.http_port(), k, {}, {}};
+            vf.run(k);
+            v.violations.insert(v.violations.end(), vf.violations.begin(), vf.violations.end());
+            v.fatal = vf.fatal;
+        }
         total_violations += v.violations.size();
         std::printf("kill %d: pid %d uptime %.2fs receipts %llu acks %llu violations %zu%s\n",
                     k, static_cast<int>(pid), uptime, static_cast<unsigned long long>(receipts),
@@ -1508,8 +1656,10 @@ int main(int argc, char** argv) {
     }
     broker.kill();
     std::string ops;
-    for (const auto& [what, n] : m.ops) {
-        ops += (ops.empty() ? "" : ", ") + what + " " + std::to_string(n);
+    for (const auto* tm : {&m, &mf}) {
+        for (const auto& [what, n] : tm->ops) {
+            ops += (ops.empty() ? "" : ", ") + what + " " + std::to_string(n);
+        }
     }
     std::printf("operations: %s; recovery kills %llu\n", ops.c_str(),
                 static_cast<unsigned long long>(recovery_kills));
