@@ -15,6 +15,10 @@
 //     s-churn  Exclusive: acks, then one of SEEK (client), reset cursor (admin REST
 //              POST .../resetcursor), UNSUBSCRIBE + re-SUBSCRIBE (earliest); repeat
 //     audit    Exclusive, never acked during the load: the ground truth of what is stored
+//   all on topic crash-t; on topic crash-flex the stock pulsar-flex client (flex_load.js, a node
+//   process SIGKILLed by PID after the broker) produces with receipts and acks / nacks on the
+//   Shared subscription flex-sub, printing each confirmed event; audit there: flex-audit.
+//   One kill in five is followed by a second SIGKILL during the restart (recovery).
 //
 //   after each restart (verification; nothing else runs):
 //     1. a fence message is produced (receipted); every subscription is read by a fresh consumer
@@ -34,6 +38,8 @@
 // itself could not run (broker does not start, ...).
 //
 // Every process started is stopped by its PID (SIGKILL + waitpid); loops are bounded.
+// Model ownership: one `model` per topic, written by the load threads under its mutex and read
+// by the verification after they were joined. Figures and how to run: doc/testing.md.
 
 #include "nereus/proto/batch_codec.h"
 #include "nereus/proto/commands.h"
