@@ -72,3 +72,15 @@ clean:
 
 format:
 	find src apps tests bench examples -name '*.h' -o -name '*.cc' | xargs clang-format -i
+
+# Crash and power-loss campaigns, long modes (not in CI; `make test` runs the short ones:
+# ctest crash.broker_campaign = 20 kills, LedgerPowerLoss = 24 seeds). See doc/testing.md.
+.PHONY: crash-long power-loss-long
+crash-long: build
+	tests/crash/run --kills 1000 --build-dir $(BUILD_DIR)
+
+power-loss-long: build
+	NEREUS_LEDGER_POWER_LOSS_SEEDS=200 $(BUILD_DIR)/tests/unit/ledger/ledger_unit_tests \
+	    --gtest_filter='LedgerPowerLoss.*'
+	NEREUS_POWER_LOSS_SEEDS=400 $(BUILD_DIR)/tests/unit/storage/storage_unit_tests \
+	    --gtest_filter='PowerLoss.*'

@@ -214,10 +214,12 @@ public:
         auto l = try_open();
         ledger_ = l ? *l : nullptr;
     }
-    enum class crash_kind { process, power_loss };
+    // power_loss_torn: a power loss that keeps a random part of the unsynced bytes and
+    // directory changes (fault_file_system::power_loss_torn with `torn_seed`).
+    enum class crash_kind { process, power_loss, power_loss_torn };
     // Drops the ledger without close and restarts the "process". Callers must drop their own
     // cursor handles first (they keep the ledger alive).
-    void crash(crash_kind k = crash_kind::process) {
+    void crash(crash_kind k = crash_kind::process, std::uint64_t torn_seed = 0) {
         ledger_.reset();
         if (!real_fs_) {
             fault_->crash_now();
@@ -228,6 +230,8 @@ public:
         if (!real_fs_) {
             if (k == crash_kind::process) {
                 fault_->process_crash();
+            } else if (k == crash_kind::power_loss_torn) {
+                fault_->power_loss_torn(torn_seed);
             } else {
                 fault_->power_loss();
             }
