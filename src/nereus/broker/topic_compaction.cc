@@ -213,11 +213,14 @@ result<void> topic_compaction::run_body() {
         status_.last_error = what + ": " + ec.message();
         return nereus::error(ec);
     };
-    // One run at a time publishes (load_mu_ also keeps view() loads out of the way).
-    std::lock_guard load(load_mu_);
+    // One run at a time (the running state); load_mu_ only while loading, so a subscription
+    // waiting for the first load does not wait for the whole run.
     what = "load";
-    if (auto r = load_locked(); !r) {
-        return fail(r.error());
+    {
+        std::lock_guard load(load_mu_);
+        if (auto r = load_locked(); !r) {
+            return fail(r.error());
+        }
     }
     std::shared_ptr<const compacted_view> prev;
     std::optional<record> prev_rec;

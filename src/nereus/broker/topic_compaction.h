@@ -101,6 +101,7 @@ private:
     static std::optional<record> parse_record(const std::string& text);
     result<void> run_body();
     // Loads view_/record_ when not loaded yet. Requires: load_mu_ held.
+    // Runs never overlap: status_ is RUNNING from trigger()/run() until run_body returns.
     result<void> load_locked();
 
     const std::string topic_;
@@ -108,7 +109,7 @@ private:
     topic_backend& backend_;
     blocking_pool* const pool_;
 
-    std::mutex load_mu_;  // serialises loading (I/O) and publishing; never taken under mu_
+    std::mutex load_mu_;  // serialises loading the record and snapshot (I/O); never under mu_
     mutable std::mutex mu_;
     bool loaded_ = false;                          // guarded by mu_
     std::shared_ptr<const compacted_view> view_;   // guarded by mu_

@@ -11,6 +11,7 @@
 #include "support_ops.h"
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <random>
 #include <sstream>
 
@@ -154,6 +155,7 @@ TEST_F(SqliteProjectionTest, SigkillAtRandomPointsKeepsCursorAndDataTogether) {
         confirmed = (*c)->sequence;
     }
     EXPECT_GT(confirmed, 0u);
+    std::cout << "random kills: " << confirmed << " events applied across 3 SIGKILLed runs\n";
 }
 
 }  // namespace
