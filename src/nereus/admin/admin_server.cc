@@ -20,6 +20,7 @@ admin_server::admin_server(broker::server& broker,
     add_topic_routes(*router_, *ctx_);
     add_subscription_routes(*router_, *ctx_);
     add_stats_routes(*router_, *ctx_);
+    add_compaction_routes(*router_, *ctx_);
     http_ = std::make_unique<http_server>(
         std::move(options.http), [r = router_.get()](const http_request& req) {
             auto res = r->route(req);

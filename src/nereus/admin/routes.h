@@ -6,6 +6,7 @@
 //   subscription_routes.cc  subscriptions: list/create/delete, reset cursor, skip, clear
 //                           backlog, properties
 //   stats_routes.cc         stats, internalStats, /metrics
+//   compaction_routes.cc    topic compaction: trigger and status
 // and the helpers they share (route_support.cc).
 //
 // Thread-safety: handlers run concurrently on the HTTP server's threads; state-changing ones
@@ -31,6 +32,7 @@ void add_cluster_routes(router& r, admin_context& ctx);
 void add_topic_routes(router& r, admin_context& ctx);
 void add_subscription_routes(router& r, admin_context& ctx);
 void add_stats_routes(router& r, admin_context& ctx);
+void add_compaction_routes(router& r, admin_context& ctx);
 
 // ---- shared helpers (route_support.cc) ----
 

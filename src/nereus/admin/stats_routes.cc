@@ -93,6 +93,20 @@ json::object topic_stats(const rate_sampler& sampler, broker::topic& t) {
     o["subscriptions"] = std::move(subs);
     o["replication"] = json::object();
     o["deduplicationStatus"] = "Disabled";
+    // Pulsar's CompactionStats (the last successful run in this process) plus Nereus's
+    // compactionHorizon ("L:E", the last entry the compacted view covers; "" if none).
+    json::object compaction;
+    std::string horizon;
+    if (t.compaction()) {
+        const auto ci = t.compaction()->info();
+        compaction["lastCompactionRemovedEventCount"] = ci.last_removed;
+        compaction["lastCompactionSucceedTimestamp"] = ci.last_success_ms;
+        if (ci.has_view && ci.end > 0) {
+            horizon = position_text(ci.ledger_id, static_cast<std::int64_t>(ci.end) - 1);
+        }
+    }
+    o["compaction"] = std::move(compaction);
+    o["compactionHorizon"] = horizon;
     return o;
 }
 
@@ -136,6 +150,27 @@ json::object internal_stats(broker::topic& t) {
     ledger["firstEntry"] = d.first_entry;
     ledger["end"] = d.end;
     o["ledgers"] = json::array{std::move(ledger)};
+    // Pulsar's compactedLedger (-1 when the topic has no compacted view); Nereus: the view is
+    // a snapshot object, named here, and its horizon (doc/compaction.md).
+    json::object compacted;
+    compacted["ledgerId"] = -1;
+    compacted["entries"] = -1;
+    compacted["size"] = -1;
+    compacted["offloaded"] = false;
+    compacted["underReplicated"] = false;
+    if (t.compaction()) {
+        if (const auto ci = t.compaction()->info(); ci.has_view) {
+            compacted["ledgerId"] = ci.ledger_id;
+            compacted["entries"] = ci.entries;
+            compacted["size"] = ci.bytes;
+            compacted["keys"] = ci.keys;
+            compacted["object"] = ci.object;
+            o["compactionHorizon"] =
+                ci.end > 0 ? position_text(ci.ledger_id, static_cast<std::int64_t>(ci.end) - 1)
+                           : std::string();
+        }
+    }
+    o["compactedLedger"] = std::move(compacted);
     json::object cursors;
     for (const auto& s : all_subscriptions(t)) {
         const auto c = s->cursor().details();

@@ -8,6 +8,7 @@
 #include "nereus/ledger/records.h"
 #include "nereus/meta/rocksdb_store.h"
 #include "nereus/meta/sync.h"
+#include "nereus/objects/errc.h"
 #include "nereus/objects/fs_object_store.h"
 #include "nereus/proto/server_error.h"
 #include "nereus/storage/stream_store.h"
@@ -95,6 +96,9 @@ public:
     }
 
     void rewind() override { c_->rewind(); }
+    std::uint64_t next_read_position() override { return c_->next_read_position(); }
+    bool is_acked(std::uint64_t entry_id) const override { return c_->is_acked(entry_id); }
+    void skip_read_to(std::uint64_t entry_id) override { c_->skip_read_to(entry_id); }
 
     void ack(ack_fence f, std::uint64_t entry, ack_callback done) override {
         c_->ack(to_fence(f), entry,
@@ -541,6 +545,33 @@ public:
             out.emplace_back(kr.key.substr(admin_prefix.size()), std::move(kr.rec.value));
         }
         return out;
+    }
+
+    result<void> put_object(const std::string& name, std::span<const std::byte> bytes) override {
+        auto r = objects_->put_if_absent(name, bytes);
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        if (*r == objects::put_outcome::already_exists_different) {
+            return nereus::error(proto::error_kind::metadata_failure);
+        }
+        return {};
+    }
+
+    result<std::vector<std::byte>> get_object(const std::string& name) override {
+        auto r = objects_->get(name);
+        if (!r) {
+            return nereus::error(proto::error_kind::metadata_failure);
+        }
+        return std::move(r->bytes);
+    }
+
+    result<void> remove_object(const std::string& name) override {
+        auto r = objects_->remove(name);
+        if (!r && r.error() != make_error_code(objects::errc::not_found)) {
+            return r;
+        }
+        return {};
     }
 
     result<void> close() override {

@@ -242,6 +242,19 @@ public:
         const auto it = redeliveries_.find(entry_id);
         return it == redeliveries_.end() ? 0 : it->second;
     }
+    std::uint64_t next_read_position() override {
+        std::lock_guard lock(t_->mu);
+        read_ = std::max(read_, mdo_);
+        return read_;
+    }
+    bool is_acked(std::uint64_t entry_id) const override {
+        std::lock_guard lock(t_->mu);
+        return entry_id < mdo_ || acked_.contains(entry_id);
+    }
+    void skip_read_to(std::uint64_t entry_id) override {
+        std::lock_guard lock(t_->mu);
+        read_ = std::max(read_, entry_id);
+    }
 
 private:
     // Requires: t_->mu held.
@@ -477,9 +490,32 @@ public:
         return out;
     }
 
+    result<void> put_object(const std::string& name, std::span<const std::byte> bytes) override {
+        std::lock_guard lock(mu_);
+        auto [it, created] = objects_.try_emplace(name, bytes.begin(), bytes.end());
+        if (!created && !std::equal(it->second.begin(), it->second.end(), bytes.begin(),
+                                    bytes.end())) {
+            return nereus::error(proto::error_kind::metadata_failure);
+        }
+        return {};
+    }
+    result<std::vector<std::byte>> get_object(const std::string& name) override {
+        std::lock_guard lock(mu_);
+        if (auto it = objects_.find(name); it != objects_.end()) {
+            return it->second;
+        }
+        return nereus::error(proto::error_kind::metadata_failure);
+    }
+    result<void> remove_object(const std::string& name) override {
+        std::lock_guard lock(mu_);
+        objects_.erase(name);
+        return {};
+    }
+
 private:
     const memory_backend_options options_;
     mutable std::mutex mu_;
+    std::map<std::string, std::vector<std::byte>> objects_;
     std::map<std::string, std::shared_ptr<memory_topic>> topics_;
     std::map<std::string, std::string> records_;  // admin records
     std::uint64_t next_ledger_id_ = 1;

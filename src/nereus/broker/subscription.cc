@@ -251,7 +251,7 @@ void subscription::rewind_locked() {
 
 bool subscription::read_locked(std::size_t want) {
     if (pool_ == nullptr) {
-        auto r = cursor_->read(want);
+        auto r = read_cursor(want);
         if (!r) {
             NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
                        r.error().message());
@@ -270,12 +270,72 @@ bool subscription::read_locked(std::size_t want) {
     reading_ = true;
     read_again_ = false;
     pool_->post([self = shared_from_this(), want, epoch = read_epoch_] {
-        auto r = self->cursor_->read(want);
+        auto r = self->read_cursor(want);
         boost::asio::post(self->ex_, [self, epoch, r = std::move(r)]() mutable {
             self->on_read_done(epoch, std::move(r));
         });
     });
     return false;
+}
+
+void subscription::set_compacted(std::shared_ptr<topic_compaction> c) {
+    std::lock_guard lock(compacted_mu_);
+    compacted_ = std::move(c);
+}
+
+bool subscription::read_compacted() const {
+    std::lock_guard lock(compacted_mu_);
+    return compacted_ != nullptr;
+}
+
+// read_compacted: while the read position is at or below the horizon, the compacted view's
+// entries from there (not acked, original ids), and the read position moves past them (to the
+// horizon's successor once the view is exhausted); then the log after the horizon. A rewind,
+// seek or fence change brings the read position back to the mark-delete position, so the view
+// is read again from there.
+result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want) {
+    std::shared_ptr<topic_compaction> comp;
+    {
+        std::lock_guard lock(compacted_mu_);
+        comp = compacted_;
+    }
+    if (!comp) {
+        return cursor_->read(want);
+    }
+    auto v = comp->view();
+    if (!v) {
+        return nereus::error(v.error());
+    }
+    if (const auto& view = *v; view) {
+        const auto from = cursor_->next_read_position();
+        if (from < view->end) {
+            std::vector<dispatch_entry> out;
+            const auto fence = cursor_->current_fence();
+            std::uint64_t next = view->end;
+            for (auto i = view->lower_bound(from); i < view->entries.size(); ++i) {
+                const auto& e = view->entries[i];
+                if (out.size() >= want) {
+                    next = e.entry_id;
+                    break;
+                }
+                if (cursor_->is_acked(e.entry_id)) {
+                    continue;
+                }
+                dispatch_entry d;
+                d.pos = {view->ledger_id, e.entry_id};
+                d.publish_time = e.publish_time;
+                d.batch_size = e.batch_size;
+                d.data = e.data;
+                d.fence = fence;
+                out.push_back(std::move(d));
+            }
+            cursor_->skip_read_to(next);
+            if (!out.empty()) {
+                return out;
+            }
+        }
+    }
+    return cursor_->read(want);
 }
 
 void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {

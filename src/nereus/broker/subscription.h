@@ -31,6 +31,7 @@
 #include "nereus/base/result.h"
 #include "nereus/broker/options.h"
 #include "nereus/broker/topic_backend.h"
+#include "nereus/broker/topic_compaction.h"
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -172,6 +173,12 @@ public:
         std::uint64_t unacked = 0;
     };
     subscription_cursor& cursor() const { return *cursor_; }
+
+    // read_compacted (SUBSCRIBE.read_compacted, Exclusive/Failover/readers): from now on reads
+    // deliver the topic's compacted view up to its horizon, then the log after it
+    // (topic_compaction.h, doc/compaction.md). Set by the first consumer asking for it.
+    void set_compacted(std::shared_ptr<topic_compaction> c);
+    bool read_compacted() const;
     sub_type type() const;
     std::vector<consumer_view> consumer_views() const;
     void disconnect_consumers();
@@ -201,6 +208,8 @@ private:
     // completion continues the dispatch.
     bool read_locked(std::size_t want);
     void add_read_locked(std::vector<dispatch_entry>& entries);
+    // The cursor read, through the compacted view when read_compacted (blocking).
+    result<std::vector<dispatch_entry>> read_cursor(std::size_t want);
     void on_read_done(std::uint64_t epoch, result<std::vector<dispatch_entry>> r);
     void dispatch_key_shared_locked();
     // Key_Shared consumer selection (Pulsar's selectors; see doc/broker.md).
@@ -218,6 +227,8 @@ private:
     blocking_pool* const pool_;
     std::atomic<bool> dispatch_scheduled_{false};
     std::atomic<bool> parked_{false};
+    mutable std::mutex compacted_mu_;
+    std::shared_ptr<topic_compaction> compacted_;  // guarded by compacted_mu_
 
     mutable std::mutex mu_;
     sub_type type_ = sub_type::exclusive;               // guarded by mu_

@@ -15,13 +15,17 @@ topic::topic(topic_name name,
              std::shared_ptr<topic_store> store,
              boost::asio::any_io_executor ex,
              const broker_options& options,
-             blocking_pool* pool)
+             blocking_pool* pool,
+             topic_backend* backend)
     : name_(std::move(name)),
       full_(name_.full()),
       store_(std::move(store)),
       ex_(std::move(ex)),
       options_(options),
-      pool_(pool) {}
+      pool_(pool),
+      compaction_(backend != nullptr
+                      ? std::make_shared<topic_compaction>(full_, store_, *backend, pool)
+                      : nullptr) {}
 
 void topic::wait_not_busy(std::unique_lock<std::mutex>& lock, const std::string& name) {
     busy_cv_.wait(lock, [&] { return !busy_.contains(name); });
@@ -229,7 +233,7 @@ result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name,
     if (!store) {
         return nereus::error(store.error());
     }
-    auto t = std::make_shared<topic>(name, std::move(*store), ex_, options_, pool_);
+    auto t = std::make_shared<topic>(name, std::move(*store), ex_, options_, pool_, &backend_);
     topics_.emplace(full, t);
     NEREUS_LOG(broker_log(), info, "topic opened topic={}", full);
     return t;

@@ -26,6 +26,7 @@
 #include "nereus/broker/options.h"
 #include "nereus/broker/subscription.h"
 #include "nereus/broker/topic_backend.h"
+#include "nereus/broker/topic_compaction.h"
 #include "nereus/broker/topic_name.h"
 
 #include <atomic>
@@ -64,9 +65,13 @@ public:
           std::shared_ptr<topic_store> store,
           boost::asio::any_io_executor ex,
           const broker_options& options,
-          blocking_pool* pool = nullptr);
+          blocking_pool* pool = nullptr,
+          topic_backend* backend = nullptr);
 
     const topic_name& name() const { return name_; }
+    // The topic's compaction (topic_compaction.h); nullptr when the topic was made without a
+    // backend (tests that build a topic by hand).
+    const std::shared_ptr<topic_compaction>& compaction() const { return compaction_; }
     const std::string& full_name() const { return full_; }
     topic_store& store() { return *store_; }
 
@@ -119,6 +124,7 @@ private:
     boost::asio::any_io_executor ex_;
     const broker_options& options_;
     blocking_pool* const pool_;
+    const std::shared_ptr<topic_compaction> compaction_;
 
     std::mutex mu_;
     std::condition_variable busy_cv_;

@@ -176,6 +176,14 @@ public:
     virtual void record_redelivery(std::uint64_t entry_id) = 0;
     virtual std::uint32_t redelivery_count(std::uint64_t entry_id) const = 0;
 
+    // Compacted reads (read_compacted subscriptions, compaction.md): where the next read()
+    // starts (the in-memory read position, back at the mark-delete position after a rewind or
+    // a fence change), whether an entry is fully acked, and moving the read position forward
+    // past entries delivered from the compacted view (never backward). In memory only.
+    virtual std::uint64_t next_read_position() = 0;
+    virtual bool is_acked(std::uint64_t entry_id) const = 0;
+    virtual void skip_read_to(std::uint64_t entry_id) = 0;
+
     // Admin: the cursor's confirmed state (internalStats) and its properties. set_properties
     // replaces them; durable before it returns. Errors: not_allowed for reserved keys, storage.
     virtual cursor_details details() const = 0;
@@ -251,6 +259,16 @@ public:
     // Every record whose key starts with `prefix`, in key order.
     [[nodiscard]] virtual result<std::vector<std::pair<std::string, std::string>>>
     list_admin_records(const std::string& prefix) const = 0;
+
+    // Immutable objects (compacted-topic snapshots; objects/object_store.h names): written
+    // once, never changed. put_object is durable when it returns; a name that already holds
+    // other bytes is an error (proto::error_kind::metadata_failure) and changes nothing.
+    // get_object: errors metadata_failure when the object is absent or fails verification.
+    [[nodiscard]] virtual result<void> put_object(const std::string& name,
+                                                  std::span<const std::byte> bytes) = 0;
+    [[nodiscard]] virtual result<std::vector<std::byte>> get_object(const std::string& name) = 0;
+    // Durable when it returns; removing an absent object succeeds.
+    [[nodiscard]] virtual result<void> remove_object(const std::string& name) = 0;
 };
 
 }  // namespace nereus::broker

@@ -209,6 +209,23 @@ offset managed_cursor::read_position() const {
     return e_->read_pos;
 }
 
+offset managed_cursor::next_read_position() {
+    const std::lock_guard lock(e_->read_mu);
+    const cursor::fence f = current_fence();
+    const offset mdo = mark_delete();
+    if (f != e_->read_fence) {
+        e_->read_pos = mdo;
+        e_->read_fence = f;
+    }
+    e_->read_pos = std::max(e_->read_pos, mdo);
+    return e_->read_pos;
+}
+
+void managed_cursor::skip_read_to(offset to) {
+    const std::lock_guard lock(e_->read_mu);
+    e_->read_pos = std::max(e_->read_pos, to);
+}
+
 void managed_cursor::set_connected(bool connected) {
     e_->connected = connected;
     ledger_->touch(e_->name);

@@ -96,6 +96,11 @@ public:
     // Redeliver: the read position goes back to MDO.
     void rewind();
     [[nodiscard]] offset read_position() const;
+    // Where the next read() starts, normalised as read() does (back to MDO after a fence
+    // change, never below MDO); and moving the read position forward to at least `to` (the
+    // broker's compacted reads deliver entries below `to` from the compacted view). In memory.
+    [[nodiscard]] offset next_read_position();
+    void skip_read_to(offset to);
     // A consumer is attached (connected cursors are never expired as idle).
     void set_connected(bool connected);
 

@@ -6,7 +6,8 @@
 #     other message acked with an ACK_RESPONSE awaited;
 #   * multi.js FAILOVER: two consumers, the active one closes, the other gets exactly the
 #     unacked messages; multi.js KEY_SHARED: two consumers, each key to one consumer, in order;
-#     FAILOVER_KILL / KEY_SHARED_KILL: the same with the leaving consumer's process SIGKILLed.
+#     FAILOVER_KILL / KEY_SHARED_KILL: the same with the leaving consumer's process SIGKILLed;
+#   * compaction.js: PUT/GET .../compaction, then readCompacted vs a plain consumer.
 # The crash/restart scenario is crash.sh (ctest `pulsar_flex.crash`).
 # The broker is started and stopped by its PID; the temp directory is removed on exit.
 # Usage: tests/integration/pulsar_flex/run.sh [path/to/nereus]   (needs node; npm if
@@ -25,7 +26,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-cp "$here/package.json" "$here/lib.js" "$here/smoke.js" "$here/multi.js" "$work/"
+cp "$here/package.json" "$here/lib.js" "$here/smoke.js" "$here/multi.js" "$here/compaction.js" "$work/"
 if [ -d "$here/node_modules/pulsar-flex" ]; then
     ln -s "$here/node_modules" "$work/node_modules"  # installed by scripts/install-deps
 else
@@ -51,6 +52,7 @@ fi
 for sub in SHARED EXCLUSIVE FAILOVER KEY_SHARED; do
     (cd "$work" && timeout 30 node smoke.js "$port" "$sub") || { tail -n 40 "$work/broker.log"; exit 1; }
 done
+(cd "$work" && timeout 40 node compaction.js "$port" "$http_port") || { tail -n 40 "$work/broker.log"; exit 1; }
 for mode in FAILOVER KEY_SHARED FAILOVER_KILL KEY_SHARED_KILL; do
     (cd "$work" && timeout 40 node multi.js "$port" "$mode") || { tail -n 40 "$work/broker.log"; exit 1; }
 done

@@ -86,6 +86,9 @@ public:
     std::uint32_t redelivery_count(std::uint64_t entry_id) const override {
         return c_->redelivery_count(entry_id);
     }
+    std::uint64_t next_read_position() override { return c_->next_read_position(); }
+    bool is_acked(std::uint64_t entry_id) const override { return c_->is_acked(entry_id); }
+    void skip_read_to(std::uint64_t entry_id) override { c_->skip_read_to(entry_id); }
     cursor_details details() const override { return c_->details(); }
     result<void> set_properties(std::map<std::string, std::string> p) override {
         return c_->set_properties(std::move(p));
@@ -164,6 +167,15 @@ public:
     result<std::vector<std::pair<std::string, std::string>>> list_admin_records(
         const std::string& prefix) const override {
         return b_->list_admin_records(prefix);
+    }
+    result<void> put_object(const std::string& name, std::span<const std::byte> bytes) override {
+        return b_->put_object(name, bytes);
+    }
+    result<std::vector<std::byte>> get_object(const std::string& name) override {
+        return b_->get_object(name);
+    }
+    result<void> remove_object(const std::string& name) override {
+        return b_->remove_object(name);
     }
 
 private:

@@ -114,6 +114,19 @@ awaitable<void> connection::handle_subscribe(const proto::frame_view& f) {
         }
     }
     c->sink = std::weak_ptr<consumer_sink>(shared_from_this());
+    if (s.read_compacted()) {
+        // As Pulsar: compacted reads only where one consumer reads in order.
+        const bool durable = !s.has_durable() || s.durable();
+        if (durable && c->type != sub_type::exclusive && c->type != sub_type::failover) {
+            (*t)->release_subscription(*sub_r);
+            error_reply(req, proto::error_kind::not_allowed,
+                        "readCompacted only allowed on failover or exclusive subscriptions");
+            co_return;
+        }
+        if ((*t)->compaction()) {
+            (*sub_r)->set_compacted((*t)->compaction());
+        }
+    }
     if (auto r = (*sub_r)->add_consumer(c); !r) {
         (*t)->release_subscription(*sub_r);
         const char* why = r.error() == make_error_code(proto::error_kind::consumer_busy)
