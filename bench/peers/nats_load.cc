@@ -71,8 +71,8 @@ void on_puback(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closu
         }
     }
     a->st->last_ack_ns = t;
-    a->acked.fetch_add(1, std::memory_order_release);
     natsMsg_Destroy(msg);
+    a->acked.fetch_add(1, std::memory_order_release);  // last: the producer may return now
 }
 
 class nats_producer final : public producer {
@@ -110,6 +110,13 @@ public:
         jsPubOptions_Init(&po);
         po.MaxWait = static_cast<int64_t>(p.timeout * 1000);
         natsStatus s = js_PublishAsyncComplete(c.js, &po);
+        // js_PublishAsyncComplete can return while the handler of the last PubAck still runs
+        // (nats.c counts a publish done before calling its handler); `a`, `sent_at` and the
+        // connection must outlive every handler call, so wait for the handlers themselves.
+        const std::uint64_t until = now_ns() + static_cast<std::uint64_t>(p.timeout * 1e9);
+        while (a.acked.load(std::memory_order_acquire) < p.count && now_ns() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
         st.acked = a.acked.load(std::memory_order_acquire);
         if (s != NATS_OK) return st_err(s, "publish complete");
         return "";
