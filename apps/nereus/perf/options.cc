@@ -154,8 +154,8 @@ std::optional<std::string> finalize(perf_options& o) {
         unsigned n = 0;
         const auto& t = o.topics.front();
         const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-        if (ec != std::errc{} || n < 1 || n > 1000) {
-            return fmt::format("--topics: a count must be 1..1000, got '{}'", t);
+        if (ec != std::errc{} || n < 1 || n > 100000) {
+            return fmt::format("--topics: a count must be 1..100000, got '{}'", t);
         }
         for (unsigned i = 0; i < n; ++i) {
             o.topic_names.push_back(full_topic_name(fmt::format("perf-{}", i)));
@@ -212,12 +212,12 @@ std::optional<std::string> finalize(perf_options& o) {
         }
     }
     if (o.mode == perf_mode::produce) {
-        if (static_cast<std::uint64_t>(o.producers) * o.topic_names.size() > 1000) {
-            return std::string("--producers x topics must be at most 1000");
+        if (static_cast<std::uint64_t>(o.producers) * o.topic_names.size() > 100000) {
+            return std::string("--producers x topics must be at most 100000");
         }
     }
-    if (consuming && static_cast<std::uint64_t>(o.consumers) * o.topic_names.size() > 1000) {
-        return std::string("--consumers x topics must be at most 1000");
+    if (consuming && static_cast<std::uint64_t>(o.consumers) * o.topic_names.size() > 100000) {
+        return std::string("--consumers x topics must be at most 100000");
     }
     return std::nullopt;
 }

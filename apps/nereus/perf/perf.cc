@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
@@ -180,6 +182,40 @@ bool any_consumer_failed(const run_state& s) {
                        [](const auto& c) { return c->failed(); });
 }
 
+// Opens clients (one connection and one SUBSCRIBE or PRODUCER each) at most `open_parallelism`
+// at a time, so thousands of topics connect in seconds rather than one round trip after another.
+// Stops starting new opens after the first failure or a stop request; returns false on failure.
+constexpr std::size_t open_parallelism = 64;
+
+template <class Client>
+asio::awaitable<bool> open_parallel(run_state& s, std::vector<std::unique_ptr<Client>>& clients) {
+    auto ex = co_await asio::this_coro::executor;
+    std::size_t next = 0;
+    std::size_t running = 0;
+    bool failed = false;
+    while (running > 0 || (next < clients.size() && !failed && !s.stop)) {
+        while (running < open_parallelism && next < clients.size() && !failed && !s.stop) {
+            Client* c = clients[next++].get();
+            ++running;
+            asio::co_spawn(
+                ex,
+                [&s, c, &failed, &running]() -> asio::awaitable<void> {
+                    try {
+                        if (auto r = co_await c->open(s.o.service); !r) {
+                            failed = true;
+                        }
+                    } catch (...) {
+                        failed = true;
+                    }
+                    --running;
+                },
+                asio::detached);
+        }
+        co_await sleep_for(s, std::chrono::milliseconds(1));
+    }
+    co_return !failed;
+}
+
 asio::awaitable<void> session(run_state& s) {
     const auto& o = s.o;
     auto& st = s.stats;
@@ -205,21 +241,14 @@ asio::awaitable<void> session(run_state& s) {
                 cc.ack_group_max = o.ack_group_max;
                 cc.ack_group_interval = to_ns(o.ack_group_ms / 1000);
                 cc.own_run_only = s.producing;
-                auto& ref =
-                    *s.consumers.emplace_back(std::make_unique<consumer>(s.ioc, st, std::move(cc)));
-                if (auto r = co_await ref.open(o.service); !r || s.stop) {
-                    break;
-                }
-            }
-            if (any_consumer_failed(s) || s.stop) {
-                break;
+                s.consumers.emplace_back(std::make_unique<consumer>(s.ioc, st, std::move(cc)));
             }
         }
+        (void)co_await open_parallel(s, s.consumers);
     }
     if (s.producing && !any_consumer_failed(s) && !s.stop) {
         const auto total = static_cast<std::uint32_t>(o.topic_names.size() * o.producers);
         std::uint32_t index = 0;
-        bool failed = false;
         for (std::size_t t = 0; t < o.topic_names.size(); ++t) {
             for (std::uint32_t p = 0; p < o.producers; ++p, ++index) {
                 producer_config pc;
@@ -240,17 +269,10 @@ asio::awaitable<void> session(run_state& s) {
                     st.quota[index] = pc.messages;
                     st.seen.resize(st.seen.size() + pc.messages, 0);
                 }
-                auto& ref =
-                    *s.producers.emplace_back(std::make_unique<producer>(s.ioc, st, std::move(pc)));
-                if (auto r = co_await ref.open(o.service); !r || s.stop) {
-                    failed = !r;
-                    break;
-                }
-            }
-            if (failed || s.stop) {
-                break;
+                s.producers.emplace_back(std::make_unique<producer>(s.ioc, st, std::move(pc)));
             }
         }
+        (void)co_await open_parallel(s, s.producers);
     }
     collect_errors(s);
     if (!s.errors.empty() || s.stop) {

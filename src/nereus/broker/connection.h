@@ -20,7 +20,8 @@
 //
 // Ownership: shared_ptr, kept alive by its coroutines and pending completions; registered
 //   weakly with the server. Owns its socket, producers and consumer attachments.
-// Thread-safety: strand-confined, except stop() and the consumer_sink calls (any thread; they
+// Thread-safety: strand-confined, except stop(), queue_append_done() (storage thread; one
+//   mutex, done_mu_, guards the hand-over queue) and the consumer_sink calls (any thread; they
 //   post onto the strand, or run at once when already on it).
 // Durability: never confirms an append or an ack before the backend reported it durable.
 
@@ -41,6 +42,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -138,6 +140,12 @@ private:
     void on_append_done(const std::shared_ptr<producer_state>& p,
                         std::uint64_t serial,
                         result<position> r);
+    // Called on the storage thread for each finished append: queues it and posts one drain to
+    // the strand per burst (a group commit finishes up to a window of appends back to back).
+    void queue_append_done(std::shared_ptr<producer_state> p,
+                           std::uint64_t serial,
+                           result<position> r);
+    void drain_append_done();  // strand: on_append_done() for everything queued
     void flush_receipts(const std::shared_ptr<producer_state>& p);
     void detach_consumer(std::uint64_t consumer_id);
     void detach_all();
@@ -186,6 +194,17 @@ private:
     bool peer_partial_producer_ = false;
     std::chrono::steady_clock::time_point accepted_at_;
     std::chrono::steady_clock::time_point last_received_;
+
+    // Finished appends handed from the storage thread to the strand (queue_append_done).
+    struct append_done {
+        std::shared_ptr<producer_state> p;
+        std::uint64_t serial = 0;
+        result<position> r;
+    };
+    std::mutex done_mu_;
+    std::vector<append_done> done_queue_;  // guarded by done_mu_
+    bool done_posted_ = false;             // guarded by done_mu_: a drain is posted, not started
+    std::vector<append_done> done_work_;   // strand: the batch being drained (capacity reused)
 
     std::map<std::uint64_t, std::shared_ptr<producer_state>> producers_;
     std::set<std::uint64_t> recently_closed_producers_;

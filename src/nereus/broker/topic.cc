@@ -123,8 +123,14 @@ void topic::append(std::span<const std::byte> entry,
                 self->msg_in_ += counts.first;
                 self->bytes_in_ += counts.second;
                 // Completions run on a storage thread: wake the dispatchers from an io
-                // thread.
-                boost::asio::post(self->ex_, [self] { self->notify_subscriptions(); });
+                // thread, once per burst. The flag is cleared before the subscriptions are
+                // read, so an append completing after that posts a new wake-up.
+                if (!self->notify_posted_.exchange(true)) {
+                    boost::asio::post(self->ex_, [self] {
+                        self->notify_posted_.store(false);
+                        self->notify_subscriptions();
+                    });
+                }
             }
         });
 }

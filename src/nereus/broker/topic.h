@@ -135,6 +135,9 @@ private:
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;  // guarded by mu_
     std::atomic<std::uint64_t> msg_in_{0};
     std::atomic<std::uint64_t> bytes_in_{0};
+    // True while a notify_subscriptions() is posted and has not started: a burst of append
+    // completions (one group commit) posts one wake-up, not one per message.
+    std::atomic<bool> notify_posted_{false};
 };
 
 // The open topics of one broker.

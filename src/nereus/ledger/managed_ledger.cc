@@ -875,15 +875,26 @@ void managed_ledger::append(bytes_view payload,
         done(nereus::error(a.error()));
         return;
     }
-    std::vector<std::byte> buf(format::kEntryHeaderSize + payload.size());
+    // The entry (header + payload) is staged in a per-thread buffer, not a fresh vector per
+    // append (no malloc, no zero-fill): stream_store::append copies it into its commit group
+    // before it returns. Entries over kMaxScratch get their own buffer, so a rare huge message
+    // does not pin that much memory in every producing thread.
+    constexpr std::size_t kMaxScratch = 1 << 20;
+    thread_local std::vector<std::byte> scratch;
+    std::vector<std::byte> big;
+    const std::size_t n = format::kEntryHeaderSize + payload.size();
+    std::vector<std::byte>& buf = n <= kMaxScratch ? scratch : big;
+    if (buf.size() < n) {
+        buf.resize(n);
+    }
     format::encode_entry_header(
         {options.batch_size, options.publish_time},
         std::span<std::byte, format::kEntryHeaderSize>(buf.data(), format::kEntryHeaderSize));
     std::copy(payload.begin(), payload.end(), buf.begin() + format::kEntryHeaderSize);
-    auto* ctx =
-        new append_ctx{shared_from_this(), std::move(done), options.publish_time, buf.size()};
+    auto* ctx = new append_ctx{shared_from_this(), std::move(done), options.publish_time, n};
     env_.streams->append(
-        storage::stream_id(registry_.stream_id), buf, [ctx](result<storage::offset> r) {
+        storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n),
+        [ctx](result<storage::offset> r) {
             const std::unique_ptr<append_ctx> own(ctx);
             if (!r) {
                 own->done(nereus::error(r.error()));

@@ -11,6 +11,7 @@
 // Thread-safety: thread-safe. Completions run on the store's committer thread and must not
 //   block on the store (no append_sync/close inside a completion; append() is fine).
 // Durability:
+//   - append copies `payload` before it returns: the caller may reuse its buffer at once.
 //   - append: DURABLE when its completion reports success, never before; the entry is readable
 //     from then on. An error completion does not mean "absent": a failed group may still turn
 //     up after recovery (it was never confirmed).

@@ -105,6 +105,17 @@ TEST(PerfOptions, TopicNamesAreExpanded) {
     EXPECT_EQ(o.topic_names[2], "persistent://t/n/c");
 }
 
+// The many-topics run of bench/run: 10,000 topics, one client each.
+TEST(PerfOptions, TenThousandTopics) {
+    perf_options o;
+    ASSERT_EQ(parse(perf_mode::consume, {"--topics", "10000"}, o), "");
+    ASSERT_EQ(o.topic_names.size(), 10000U);
+    EXPECT_EQ(o.topic_names.front(), "persistent://public/default/perf-0");
+    EXPECT_EQ(o.topic_names.back(), "persistent://public/default/perf-9999");
+    perf_options p;
+    EXPECT_EQ(parse(perf_mode::produce, {"--topics", "100000"}, p), "");
+}
+
 TEST(PerfOptions, BatchingOff) {
     perf_options a;
     ASSERT_EQ(parse(perf_mode::produce, {"--no-batching"}, a), "");
@@ -147,7 +158,7 @@ TEST(PerfOptions, RejectsBadValues) {
         {perf_mode::produce, {"--service-url", "pulsar://127.0.0.1:99999"}},
         {perf_mode::produce, {"--service-url", "pulsar://:6650"}},
         {perf_mode::produce, {"--topics", "0"}},
-        {perf_mode::produce, {"--topics", "1001"}},
+        {perf_mode::produce, {"--topics", "100001"}},
         {perf_mode::produce, {"--size", "0"}},
         {perf_mode::produce, {"--max-pending", "0"}},
         {perf_mode::produce, {"--rate", "-1"}},
@@ -160,7 +171,9 @@ TEST(PerfOptions, RejectsBadValues) {
         {perf_mode::consume, {"--subscription-type", "Shared", "--ack", "cumulative"}},
         {perf_mode::produce,
          {"--consume", "--subscription-type", "Key_Shared", "--ack", "cumulative"}},
-        {perf_mode::produce, {"--topics", "100", "--producers", "11"}},
+        {perf_mode::produce, {"--topics", "10000", "--producers", "11"}},
+        {perf_mode::consume, {"--topics", "100000", "--consumers", "2",
+                              "--subscription-type", "Shared"}},
     };
     for (const auto& c : cases) {
         perf_options o;

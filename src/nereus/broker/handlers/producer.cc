@@ -158,12 +158,36 @@ bool connection::handle_send(const proto::frame_view& f) {
     std::weak_ptr<connection> weak = weak_from_this();
     p->t->append(f.headers_and_payload, info, [weak, p, serial](result<position> r) {
         if (auto self = weak.lock()) {
-            asio::post(self->strand_, [self, p, serial, r = std::move(r)]() mutable {
-                self->on_append_done(p, serial, std::move(r));
-            });
+            self->queue_append_done(p, serial, std::move(r));
         }
     });
     return true;
+}
+
+void connection::queue_append_done(std::shared_ptr<producer_state> p,
+                                   std::uint64_t serial,
+                                   result<position> r) {
+    bool post = false;
+    {
+        const std::lock_guard lock(done_mu_);
+        done_queue_.push_back({std::move(p), serial, std::move(r)});
+        post = !std::exchange(done_posted_, true);
+    }
+    if (post) {
+        asio::post(strand_, [self = shared_from_this()] { self->drain_append_done(); });
+    }
+}
+
+void connection::drain_append_done() {
+    {
+        const std::lock_guard lock(done_mu_);
+        done_work_.swap(done_queue_);
+        done_posted_ = false;  // an append finishing from here on posts a new drain
+    }
+    for (auto& d : done_work_) {
+        on_append_done(d.p, d.serial, std::move(d.r));
+    }
+    done_work_.clear();
 }
 
 void connection::on_append_done(const std::shared_ptr<producer_state>& p,

@@ -1,0 +1,196 @@
+// Redis Streams load generator (hiredis). Producer: pipelined XADDs, at most `window` in
+// flight, each receipted by its reply (with `appendfsync always` Redis fdatasyncs the AOF
+// before it writes the replies of an event-loop pass). Consumer: XREADGROUP COUNT 1000 on a
+// consumer group created before the run, one XACK per batch carrying every id (like Pulsar's
+// ack grouping), pipelined with the next XREADGROUP; the XACK reply is checked.
+// Ownership: each producer/consumer owns its redisContext. Not thread-safe per object.
+
+#include "load.h"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <cstring>
+
+#include <string>
+#include <vector>
+
+namespace nereus::bench {
+namespace {
+
+redisContext* connect(const plan& p, std::string& err) {
+    redisContext* c = redisConnect(p.host.c_str(), p.port);
+    if (c == nullptr || c->err) {
+        err = c ? c->errstr : "redisConnect failed";
+        if (c) redisFree(c);
+        return nullptr;
+    }
+    return c;
+}
+
+class redis_producer final : public producer {
+public:
+    explicit redis_producer(const plan& p) { c_ = connect(p, err_); }
+    ~redis_producer() override {
+        if (c_) redisFree(c_);
+    }
+
+    std::string run(const plan& p, producer_stats& st) override {
+        if (!c_) return err_;
+        std::vector<char> buf(p.size, 'x');
+        std::vector<std::uint64_t> sent_at(p.count);
+        const char* argv[5] = {"XADD", p.name.c_str(), "*", "d", buf.data()};
+        const size_t argl[5] = {4, p.name.size(), 1, 1, p.size};
+        std::uint64_t sent = 0;
+        st.start_ns = now_ns();
+        const std::uint64_t deadline = st.start_ns + static_cast<std::uint64_t>(p.timeout * 1e9);
+        while (st.acked < p.count) {
+            std::uint64_t now = now_ns();
+            if (now > deadline) return "timeout";
+            while (sent < p.count && sent - st.acked < p.window) {
+                const auto t = intended_ns(p, st.start_ns, sent, now);
+                if (t > now) break;
+                fill_payload(buf.data(), p.size, sent, t);
+                if (redisAppendCommandArgv(c_, 5, argv, argl) != REDIS_OK) return c_->errstr;
+                sent_at[sent] = t;
+                ++sent;
+            }
+            int done = 0;
+            while (!done) {
+                if (redisBufferWrite(c_, &done) != REDIS_OK) return c_->errstr;
+            }
+            int timeout_ms = -1;
+            if (sent < p.count && sent - st.acked < p.window && p.rate > 0) {
+                now = now_ns();
+                const auto t = intended_ns(p, st.start_ns, sent, now);
+                timeout_ms = t > now ? static_cast<int>((t - now) / 1000000) : 0;
+            }
+            if (sent == st.acked && timeout_ms < 0) continue;
+            pollfd pfd{c_->fd, POLLIN, 0};
+            if (poll(&pfd, 1, timeout_ms) <= 0) continue;
+            if (redisBufferRead(c_) != REDIS_OK) return c_->errstr;
+            void* r = nullptr;
+            while (redisReaderGetReply(c_->reader, &r) == REDIS_OK && r != nullptr) {
+                auto* rep = static_cast<redisReply*>(r);
+                const auto t = now_ns();
+                if (rep->type == REDIS_REPLY_ERROR) {
+                    ++st.errors;
+                } else {
+                    st.publish.add_ns(t - sent_at[st.acked]);
+                }
+                ++st.acked;
+                st.last_ack_ns = t;
+                freeReplyObject(rep);
+                r = nullptr;
+            }
+        }
+        return "";
+    }
+
+private:
+    redisContext* c_ = nullptr;
+    std::string err_;
+};
+
+class redis_consumer final : public consumer {
+public:
+    explicit redis_consumer(const plan& p) { c_ = connect(p, err_); }
+    ~redis_consumer() override {
+        if (c_) redisFree(c_);
+    }
+
+    std::string run(const plan& p, consumer_stats& st, const std::function<void()>& ready) override {
+        if (!c_) return err_;
+        ready();
+        if (st.start_ns == 0) st.start_ns = now_ns();
+        const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(p.timeout * 1e9);
+        std::vector<const char*> argv;
+        std::vector<size_t> argl;
+        argv.reserve(1003);
+        argl.reserve(1003);
+        const char* rd[] = {"XREADGROUP", "GROUP", "g", "c", "COUNT", "1000", "BLOCK", "100",
+                            "STREAMS", p.name.c_str(), ">"};
+        size_t rdl[11];
+        for (int i = 0; i < 11; ++i) rdl[i] = strlen(rd[i]);
+        redisAppendCommandArgv(c_, 11, rd, rdl);
+        redisReply* prev = nullptr;  // the batch whose ids the pending XACK references
+        bool ack_pending = false;
+        while (true) {
+            if (ack_pending) {
+                void* r = nullptr;
+                if (redisGetReply(c_, &r) != REDIS_OK) return c_->errstr;
+                auto* rep = static_cast<redisReply*>(r);
+                if (rep->type != REDIS_REPLY_INTEGER) ++st.errors;
+                freeReplyObject(rep);
+                ack_pending = false;
+                if (prev) {
+                    freeReplyObject(prev);
+                    prev = nullptr;
+                }
+            }
+            if (st.distinct >= p.count) break;
+            if (now_ns() > deadline) return "timeout";
+            void* r = nullptr;
+            if (redisGetReply(c_, &r) != REDIS_OK) return c_->errstr;
+            auto* rep = static_cast<redisReply*>(r);
+            const auto now = now_ns();
+            argv.assign({"XACK", p.name.c_str(), "g"});
+            argl.assign({4, p.name.size(), 1});
+            if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+                redisReply* entries = rep->element[0]->element[1];
+                for (size_t i = 0; i < entries->elements; ++i) {
+                    redisReply* e = entries->element[i];
+                    redisReply* fields = e->element[1];
+                    if (fields->elements >= 2) {
+                        st.on_message(fields->element[1]->str, fields->element[1]->len, now);
+                    }
+                    argv.push_back(e->element[0]->str);
+                    argl.push_back(e->element[0]->len);
+                }
+            } else if (rep->type == REDIS_REPLY_ERROR) {
+                std::string e = rep->str;
+                freeReplyObject(rep);
+                return e;
+            }
+            if (argv.size() > 3) {
+                redisAppendCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), argl.data());
+                ack_pending = true;
+                prev = rep;
+            } else {
+                freeReplyObject(rep);
+            }
+            if (st.distinct + 0 < p.count) {
+                redisAppendCommandArgv(c_, 11, rd, rdl);
+            }
+        }
+        return "";
+    }
+
+private:
+    redisContext* c_ = nullptr;
+    std::string err_;
+};
+
+}  // namespace
+}  // namespace nereus::bench
+
+int main(int argc, char** argv) {
+    using namespace nereus::bench;
+    system_hooks h;
+    h.setup = [](const plan& p) -> std::string {
+        std::string err;
+        redisContext* c = connect(p, err);
+        if (!c) return err;
+        auto* r = static_cast<redisReply*>(
+            redisCommand(c, "XGROUP CREATE %s g $ MKSTREAM", p.name.c_str()));
+        std::string e;
+        if (!r) e = c->errstr;
+        else if (r->type == REDIS_REPLY_ERROR) e = r->str;
+        if (r) freeReplyObject(r);
+        redisFree(c);
+        return e;
+    };
+    h.make_producer = [](const plan& p) { return std::make_unique<redis_producer>(p); };
+    h.make_consumer = [](const plan& p) { return std::make_unique<redis_consumer>(p); };
+    return run_main(argc, argv, h);
+}
