@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "child ready: mdo=%llu spilled=%d\n",
                  static_cast<unsigned long long>(c->mark_delete()),
                  static_cast<int>(c->snapshot().spilled));
+    std::fputs("ready\n", stdout);  // the test's kill timer starts here (ignored as an ack line)
+    std::fflush(stdout);
 
     std::mutex out_mu;
     auto emit = [&out_mu](const std::string& line) {

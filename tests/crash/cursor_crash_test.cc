@@ -227,7 +227,7 @@ TEST(CursorCrash, ConfirmedAcksSurviveSigkill) {
     std::set<std::string> snapshots_seen;  // snapshot objects found after the kills
 
     for (int kill_no = 0; kill_no < 6; ++kill_no) {
-        if (std::chrono::steady_clock::now() - test_start > std::chrono::seconds(30)) {
+        if (std::chrono::steady_clock::now() - test_start > std::chrono::seconds(60)) {
             break;  // bounded in time even on a slow disk
         }
         auto child = test::child_process::spawn({CURSOR_CRASH_CHILD, dir});
@@ -235,10 +235,23 @@ TEST(CursorCrash, ConfirmedAcksSurviveSigkill) {
         const auto run_for = std::chrono::milliseconds(100 + rng() % 501);
         std::string buf;
         const std::uint64_t confirmed_before = confirmed.lines;
+        bool ready = false;
         const auto sink = [&](std::string_view chunk) {
             buf.append(chunk);
-            parse_lines(buf, issued, confirmed);
+            if (!ready && buf.find("ready\n") != std::string::npos) {
+                ready = true;
+            }
+            if (ready) {
+                parse_lines(buf, issued, confirmed);
+            }
         };
+        // The run window starts once the child has opened its stores and cursor (a loaded
+        // machine can take most of a fixed window to get there), bounded by 60 s.
+        const auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!ready && std::chrono::steady_clock::now() < ready_by &&
+               child->read_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(10),
+                                 sink)) {
+        }
         // Lines written before the kill (still in the pipe) count too.
         child->read_until(std::chrono::steady_clock::now() + run_for, sink);
         const int status = child->kill_and_drain(sink);
