@@ -24,6 +24,10 @@ namespace nereus::broker {
 
 struct ledger_backend_options {
     std::string data_dir = "./data";
+    // Empty: the embedded RocksDB store at data_dir/meta. Otherwise a meta::make_store url
+    // (zk://host:port/root[?session_timeout_ms=N]); the owner session then lives as long as
+    // the ZooKeeper session timeout without a keep-alive.
+    std::string metadata_url;
     bool auto_create = true;
 };
 

@@ -96,6 +96,11 @@ public:
     std::size_t producer_count();
     std::vector<std::shared_ptr<subscription>> open_subscriptions();
     std::uint64_t messages_in() const { return msg_in_.load(); }
+
+    // The backend lost this topic (doc/ownership.md): every later append fails, producers are
+    // closed after their next send error, consumers are disconnected (they look it up again).
+    void mark_lost() { lost_.store(true); }
+    bool lost() const { return lost_.load(); }
     std::uint64_t bytes_in() const { return bytes_in_.load(); }
 
 private:
@@ -129,6 +134,7 @@ private:
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;  // guarded by mu_
     std::atomic<std::uint64_t> msg_in_{0};
     std::atomic<std::uint64_t> bytes_in_{0};
+    std::atomic<bool> lost_{false};
 };
 
 // The open topics of one broker.
@@ -150,6 +156,10 @@ public:
     std::vector<std::string> topics_in_namespace(const std::string& ns) const;
     // Closes every open topic's store (graceful stop).
     void close_all();
+    // The backend lost `full` (topic_backend::set_lost_handler): forgets the topic and
+    // disconnects its consumers (CLOSE_CONSUMER); producers get CLOSE_PRODUCER after the send
+    // error of their next append. Non-blocking.
+    void release_lost(const std::string& full);
 
     // Admin API: the backend, the open topics, and deleting a topic. remove() holds the
     // registry lock throughout (no open() races it): `prepare` gets the open topic (nullptr
