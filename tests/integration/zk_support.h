@@ -122,6 +122,31 @@ private:
     pid_t pid_ = -1;
 };
 
+// A bounded plain HTTP/1.1 GET on 127.0.0.1:port (Connection: close); the body, or "" on failure.
+inline std::string http_get(std::uint16_t port, const std::string& path) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    timeval tv{.tv_sec = 5, .tv_usec = 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string out;
+    const std::string req =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+        char b[4096];
+        ssize_t n = 0;
+        while ((n = ::read(fd, b, sizeof b)) > 0) {
+            out.append(b, static_cast<std::size_t>(n));
+        }
+    }
+    ::close(fd);
+    const auto body = out.find("\r\n\r\n");
+    return body == std::string::npos ? std::string() : out.substr(body + 4);
+}
+
 // ---- wire steps ----
 
 struct lookup_answer {

@@ -104,11 +104,12 @@ void confirm_gate::fail_all(std::unique_lock<std::mutex>& lock) {
     const bool report = !fence_reported_;
     fence_reported_ = true;
     lock.unlock();
-    for (auto& w : failed) {
-        w.done(nereus::error(proto::error_kind::unavailable));
-    }
+    // The loss first (the broker starts dropping the topic), then the failed confirmations.
     if (report && on_fenced_) {
         on_fenced_();
+    }
+    for (auto& w : failed) {
+        w.done(nereus::error(proto::error_kind::unavailable));
     }
 }
 
