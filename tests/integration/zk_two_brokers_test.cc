@@ -334,6 +334,8 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
     int receipts_after_claim = 0;
     int acks_after_claim = 0;
     int send_errors = 0;
+    int closed_producers = 0;
+    int closed_consumers = 0;
     const auto until = clock_type::now() + std::chrono::seconds(5);
     while (clock_type::now() < until) {
         auto f = c->next(std::chrono::milliseconds(500));
@@ -348,13 +350,22 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
             receipted.insert(seq_payload.at(f->cmd.send_receipt().sequence_id()));
         } else if (f->type == command_type::send_error) {
             ++send_errors;
+        } else if (f->type == command_type::close_producer) {
+            ++closed_producers;
+        } else if (f->type == command_type::close_consumer) {
+            ++closed_consumers;
         } else if (f->type == command_type::ack_response && !f->cmd.ackresponse().has_error()) {
             ++acks_after_claim;
             acked.insert(ack_req.at(f->cmd.ackresponse().request_id()));
         }
     }
-    std::printf("old owner after SIGCONT: %d receipts, %d ack confirmations, %d send errors\n",
-                receipts_after_claim, acks_after_claim, send_errors);
+    std::printf("old owner after SIGCONT: %d receipts, %d ack confirmations, %d send errors, "
+                "%d CLOSE_PRODUCER, %d CLOSE_CONSUMER\n",
+                receipts_after_claim, acks_after_claim, send_errors, closed_producers,
+                closed_consumers);
+    // It released the topic: its clients were told to look it up again.
+    EXPECT_EQ(closed_producers, 1);
+    EXPECT_EQ(closed_consumers, 1);
     {
         // What fenced A, from its own log (for the record; the assertions are below).
         std::ifstream in(dir_.sub("a.log"));

@@ -398,6 +398,7 @@ public:
         }
     }
 
+    bool ownership_lost() const override { return shared_ && shared_->gate->fenced(); }
     bool is_shared() const { return shared_.has_value(); }
     storage::stream_store* streams() const { return streams_; }
 

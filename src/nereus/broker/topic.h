@@ -100,7 +100,7 @@ public:
     // The backend lost this topic (doc/ownership.md): every later append fails, producers are
     // closed after their next send error, consumers are disconnected (they look it up again).
     void mark_lost() { lost_.store(true); }
-    bool lost() const { return lost_.load(); }
+    bool lost() const { return lost_.load() || store_->ownership_lost(); }
     std::uint64_t bytes_in() const { return bytes_in_.load(); }
 
 private:

@@ -215,6 +215,10 @@ public:
 
     // Flushes and releases the topic (graceful stop).
     [[nodiscard]] virtual result<void> close() = 0;
+
+    // True once this broker no longer owns the topic (shared metadata, doc/ownership.md):
+    // nothing more is confirmed on it. Always false for the single-process backends.
+    virtual bool ownership_lost() const { return false; }
 };
 
 // Who serves a topic, for LOOKUP and the HTTP lookup (doc/ownership.md).
