@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
     auto* data_dir_flag =
         standalone->add_option("--data-dir", standalone_flags.data_dir, "Data directory")
             ->capture_default_str();
+    auto* metadata_flag =
+        standalone->add_option("--metadata", standalone_flags.metadata_url,
+                               "Metadata store: zk://host:port/root[?session_timeout_ms=N] "
+                               "(default: the embedded RocksDB store in the data directory)");
     auto* port_flag =
         standalone->add_option("--port", standalone_flags.port, "Pulsar binary protocol port")
             ->capture_default_str();
@@ -47,6 +51,9 @@ int main(int argc, char** argv) {
         }
         if (data_dir_flag->count() > 0) {
             o.data_dir = standalone_flags.data_dir;
+        }
+        if (metadata_flag->count() > 0) {
+            o.metadata_url = standalone_flags.metadata_url;
         }
         if (port_flag->count() > 0) {
             o.port = standalone_flags.port;

@@ -293,19 +293,30 @@ void add_topic_routes(router& r, admin_context& ctx) {
           });
 
     // ---- lookup ----
-    // Standalone owns every topic: always this broker (never a redirect).
+    // This broker, unless a shared metadata store names another owner (doc/ownership.md).
     r.add("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}",
           [&ctx](const http_request&, const path_params& p) {
               auto name = topic_from(ctx, p);
               if (!name) {
                   return name.error();
               }
+              std::string broker_url = ctx.broker.service_url();
+              std::string http_url = ctx.http_url();
+              auto owner = ctx.topics.backend().owner_of(name->full());
+              if (!owner) {
+                  return error_response(503, "ownership lookup failed: " +
+                                                 owner.error().message());
+              }
+              if (!owner->here) {
+                  broker_url = owner->broker_url;
+                  http_url = owner->http_url;
+              }
               json::object o;
-              o["brokerUrl"] = ctx.broker.service_url();
+              o["brokerUrl"] = broker_url;
               o["brokerUrlTls"] = "";
-              o["httpUrl"] = ctx.http_url();
+              o["httpUrl"] = http_url;
               o["httpUrlTls"] = "";
-              o["nativeUrl"] = ctx.broker.service_url();
+              o["nativeUrl"] = broker_url;
               return json_response(200, o);
           });
 }

@@ -78,6 +78,21 @@ setter boolean(bool standalone_options::*field) {
 const std::map<std::string, setter, std::less<>>& keys() {
     static const std::map<std::string, setter, std::less<>> k = {
         {"dataDir", text(&standalone_options::data_dir, false)},
+        {"metadataStoreUrl",
+         [](std::string_view v, standalone_options& o) -> std::string {
+             // Pulsar writes zk:host:port/root; Nereus's own form is zk://host:port/root.
+             if (v.starts_with("zk:") && !v.starts_with("zk://")) {
+                 o.metadata_url = "zk://" + std::string(v.substr(3));
+                 return {};
+             }
+             if (!v.starts_with("zk://") || v.size() <= 5) {
+                 return fmt::format("'{}' is not a zk://host:port/root url (only ZooKeeper is "
+                                    "supported besides the embedded default)",
+                                    v);
+             }
+             o.metadata_url = std::string(v);
+             return {};
+         }},
         {"bindAddress", text(&standalone_options::bind_address, false)},
         {"brokerServicePort", unsigned_in(&standalone_options::port, 0, 65535)},
         {"webServicePort", unsigned_in(&standalone_options::http_port, 0, 65535)},

@@ -12,6 +12,8 @@
 //
 // Supported keys (Pulsar name → meaning):
 //   dataDir                        data directory (Nereus; Pulsar keeps data in BookKeeper)
+//   metadataStoreUrl               zk://host:port/root (or Pulsar's zk:host:port/root):
+//                                  ZooKeeper metadata; absent: the embedded RocksDB store
 //   bindAddress                    address both listeners bind (default 127.0.0.1)
 //   brokerServicePort              Pulsar binary protocol port (6650)
 //   webServicePort                 admin REST port (8080)

@@ -1,12 +1,17 @@
 #include "nereus/broker/ledger_backend.h"
 
 #include "nereus/base/file_system.h"
+#include "nereus/broker/confirm_gate.h"
 #include "nereus/broker/logger.h"
+#include "nereus/broker/topic_dir.h"
+#include "nereus/cursor/cursor_keys.h"
 #include "nereus/ledger/errc.h"
 #include "nereus/ledger/managed_cursor.h"
 #include "nereus/ledger/managed_ledger.h"
 #include "nereus/ledger/records.h"
+#include "nereus/meta/make_store.h"
 #include "nereus/meta/rocksdb_store.h"
+#include "nereus/meta/zk_store.h"
 #include "nereus/meta/sync.h"
 #include "nereus/objects/errc.h"
 #include "nereus/objects/fs_object_store.h"
@@ -23,7 +28,7 @@ namespace nereus::broker {
 
 namespace {
 
-constexpr auto session_ttl = std::chrono::seconds(30);
+constexpr auto session_ttl = std::chrono::milliseconds(30'000);
 // Admin records live under this prefix of the metadata store (doc/format/admin.md).
 constexpr std::string_view admin_prefix = "admin/";
 
@@ -214,12 +219,25 @@ private:
     const std::uint64_t ledger_id_;
 };
 
+// What a topic owned through a shared metadata store adds (doc/ownership.md): its own stream
+// log (this owner's generation directory), the ownership node it holds, and the confirm gate
+// every append passes before its receipt.
+struct shared_ownership {
+    meta::store* meta = nullptr;
+    meta::session_id session = meta::no_session;
+    std::string owner_key;
+    meta::version owner_version = 0;
+    std::shared_ptr<storage::stream_store> streams;
+    std::shared_ptr<confirm_gate> gate;
+};
+
 class ledger_topic final : public topic_store {
 public:
     ledger_topic(std::string name,
                  std::shared_ptr<ledger::managed_ledger> l,
-                 storage::stream_store* s)
-        : name_(std::move(name)), l_(std::move(l)), streams_(s) {}
+                 storage::stream_store* s,
+                 std::optional<shared_ownership> shared = std::nullopt)
+        : name_(std::move(name)), l_(std::move(l)), streams_(s), shared_(std::move(shared)) {}
 
     const std::string& name() const override { return name_; }
     std::uint64_t ledger_id() const override { return l_->ledger_id(); }
@@ -230,6 +248,27 @@ public:
         ledger::append_options o;
         o.publish_time = info.publish_time;
         o.batch_size = std::max<std::uint32_t>(1, info.batch_size);
+        if (shared_) {
+            // Durable is not yet confirmed: the stream CAS under the ownership node first.
+            l_->append(entry, o,
+                       [gate = shared_->gate, done = std::move(done)](
+                           result<ledger::message_id> r) mutable {
+                           if (!r) {
+                               done(nereus::error(r.error()));
+                               return;
+                           }
+                           const position pos{r->ledger_id, r->entry_id};
+                           gate->confirm(r->entry_id,
+                                         [done = std::move(done), pos](result<void> ok) {
+                                             if (!ok) {
+                                                 done(nereus::error(ok.error()));
+                                                 return;
+                                             }
+                                             done(pos);
+                                         });
+                       });
+            return;
+        }
         l_->append(entry, o, [done = std::move(done)](result<ledger::message_id> r) {
             if (!r) {
                 done(nereus::error(r.error()));
@@ -326,14 +365,46 @@ public:
     const std::shared_ptr<ledger::managed_ledger>& ledger() const { return l_; }
 
     // Idempotent: the server closes its open topics at stop, the backend every topic at close.
+    // Shared ownership: the ledger closes (cursors flushed, its owner key released), the
+    // stream log closes, and only then is the ownership node erased (no write after release).
     result<void> close() override {
         std::lock_guard lock(close_mu_);
         if (closed_) {
             return {};
         }
         closed_ = true;
-        return l_->close();
+        auto r = l_->close();
+        if (shared_) {
+            shared_->gate->fence();
+            if (auto c = shared_->streams->close(); !c && r) {
+                r = c;
+            }
+            std::vector<meta::op> ops;
+            ops.emplace_back(meta::check_session{shared_->session});
+            ops.emplace_back(meta::erase{shared_->owner_key, shared_->owner_version});
+            (void)meta::multi_sync(*shared_->meta, std::move(ops));
+        }
+        return r;
     }
+
+    // The topic was lost (session expired, ownership superseded): nothing more is confirmed
+    // (the gate fails every append), nothing is released (the new owner holds the keys), and
+    // this owner's stream log stops writing. The ledger is dropped unclosed, like a crash.
+    void abandon() {
+        std::lock_guard lock(close_mu_);
+        if (closed_) {
+            return;
+        }
+        closed_ = true;
+        if (shared_) {
+            shared_->gate->fence();
+            (void)shared_->streams->close();
+        }
+    }
+
+    bool ownership_lost() const override { return shared_ && shared_->gate->fenced(); }
+    bool is_shared() const { return shared_.has_value(); }
+    storage::stream_store* streams() const { return streams_; }
 
 private:
     std::mutex close_mu_;
@@ -341,6 +412,7 @@ private:
     const std::string name_;
     std::shared_ptr<ledger::managed_ledger> l_;
     storage::stream_store* streams_;
+    std::optional<shared_ownership> shared_;
 };
 
 class ledger_backend_impl final : public ledger_backend {
@@ -354,23 +426,38 @@ public:
         if (ec) {
             return nereus::error(ec);
         }
-        auto m = meta::rocksdb_store::open(options_.data_dir + "/meta");
-        if (!m) {
-            return nereus::error(m.error());
+        if (options_.metadata_url.empty()) {
+            auto m = meta::rocksdb_store::open(options_.data_dir + "/meta");
+            if (!m) {
+                return nereus::error(m.error());
+            }
+            meta_ = std::move(*m);
+        } else {
+            auto zo = meta::zk_store::parse_url(options_.metadata_url);
+            if (!zo) {
+                return nereus::error(zo.error());
+            }
+            session_ttl_ = zo->session_timeout;
+            auto m = meta::make_store(options_.metadata_url);
+            if (!m) {
+                return nereus::error(m.error());
+            }
+            meta_ = std::move(*m);
         }
-        meta_ = std::move(*m);
         auto fs = posix_file_system();
-        auto s = storage::stream_store::open(fs, options_.data_dir + "/streams");
-        if (!s) {
-            return nereus::error(s.error());
+        if (!shared()) {
+            auto s = storage::stream_store::open(fs, options_.data_dir + "/streams");
+            if (!s) {
+                return nereus::error(s.error());
+            }
+            streams_ = std::move(*s);
         }
-        streams_ = std::move(*s);
         auto ob = objects::fs_object_store::open(fs, options_.data_dir + "/objects");
         if (!ob) {
             return nereus::error(ob.error());
         }
         objects_ = std::move(*ob);
-        auto session = meta::open_session_sync(*meta_, session_ttl);
+        auto session = meta::open_session_sync(*meta_, session_ttl_);
         if (!session) {
             return nereus::error(session.error());
         }
@@ -386,6 +473,9 @@ public:
         }
         if (auto it = topics_.find(name); it != topics_.end()) {
             return it->second;
+        }
+        if (shared()) {
+            return open_shared_locked(name, create);
         }
         ledger::ledger_options lo;
         lo.create_if_missing = create && options_.auto_create;
@@ -474,7 +564,12 @@ public:
                 (void)meta::multi_sync(*meta_, std::move(erase_cursors));
             }
         }
-        if (auto r = streams_->delete_stream(storage::stream_id(info.stream_id)); !r) {
+        if (t->is_shared()) {
+            // The ownership node is gone with close(); the generation directories go too.
+            std::error_code ec;
+            std::filesystem::remove_all(topic_dir(name), ec);
+            (void)meta::multi_sync(*meta_, {meta::erase{stream_key(name), meta::any_version}});
+        } else if (auto r = streams_->delete_stream(storage::stream_id(info.stream_id)); !r) {
             NEREUS_LOG(broker_log(), warn, "topic deleted, its stream not: topic={} error={}", name,
                        r.error().message());
         }
@@ -597,6 +692,9 @@ public:
             }
         }
         topics.clear();
+        for (auto& st : retired_streams_) {
+            (void)st->close();  // idempotent; a lost topic's was closed already
+        }
         if (meta_ && session_ != meta::no_session) {
             (void)meta::close_session_sync(*meta_, session_);
         }
@@ -607,21 +705,271 @@ public:
         }
         objects_.reset();
         streams_.reset();
+        retired_streams_.clear();
         meta_.reset();
         return first;
+    }
+
+    // ---- ownership (shared metadata store; doc/ownership.md) ----
+
+    result<topic_owner> owner_of(const std::string& name) override {
+        if (!shared()) {
+            return topic_owner{};
+        }
+        meta::session_id mine;
+        {
+            std::lock_guard lock(mu_);
+            if (topics_.contains(name)) {
+                return topic_owner{};
+            }
+            mine = session_;
+        }
+        auto rec = meta::get_sync(*meta_, ownership_key(name));
+        if (!rec) {
+            return nereus::error(rec.error());
+        }
+        if (!*rec || (*rec)->owner == mine) {
+            return topic_owner{};
+        }
+        topic_owner o;
+        o.here = false;
+        const auto& v = (*rec)->value;
+        const auto nl = v.find('\n');
+        o.broker_url = v.substr(0, nl);
+        o.http_url = nl == std::string::npos ? std::string() : v.substr(nl + 1);
+        return o;
+    }
+
+    void set_advertised(std::string broker_url, std::string http_url) override {
+        std::lock_guard lock(mu_);
+        advertised_ = broker_url + "\n" + http_url;
+    }
+
+    void set_lost_handler(std::function<void(const std::string&)> lost) override {
+        std::lock_guard lock(lost_mu_);
+        lost_handler_ = std::move(lost);
     }
 
 private:
     void keep_alive_loop() {
         std::unique_lock lock(stop_mu_);
-        while (!stop_cv_.wait_for(lock, session_ttl / 3, [this] { return is_closed(); })) {
+        auto next = std::chrono::steady_clock::now();
+        for (;;) {
+            stop_cv_.wait_until(lock, next, [this] { return is_closed() || lost_pending(); });
+            if (is_closed()) {
+                return;
+            }
             lock.unlock();
-            if (auto r = meta::keep_alive_sync(*meta_, session_); !r) {
-                NEREUS_LOG(broker_log(), err, "owner session keep-alive failed: {}",
-                           r.error().message());
+            release_lost_topics();
+            if (std::chrono::steady_clock::now() >= next) {
+                next = std::chrono::steady_clock::now() + session_ttl_ / 3;
+                meta::session_id s;
+                {
+                    std::lock_guard l(mu_);
+                    s = session_;
+                }
+                if (auto r = meta::keep_alive_sync(*meta_, s); !r) {
+                    NEREUS_LOG(broker_log(), err, "owner session keep-alive failed: {}",
+                               r.error().message());
+                    if (shared() && r.error() == meta::errc::session_expired) {
+                        renew_session(s);
+                    }
+                }
             }
             lock.lock();
         }
+    }
+
+    // Shared metadata: the owner session expired (this process stalled or was cut off longer
+    // than the session timeout). Every topic opened under it is lost (another broker may own
+    // it by now); a new session serves later claims.
+    void renew_session(meta::session_id dead) {
+        std::vector<std::string> names;
+        {
+            std::lock_guard lock(mu_);
+            if (session_ != dead || closed_) {
+                return;
+            }
+            for (const auto& [n, t] : topics_) {
+                names.push_back(n);
+            }
+        }
+        NEREUS_LOG(broker_log(), warn, "owner session {} expired: releasing {} topics",
+                   meta::raw(dead), names.size());
+        for (const auto& n : names) {
+            mark_lost(n);
+        }
+        release_lost_topics();
+        auto s = meta::open_session_sync(*meta_, session_ttl_);
+        if (!s) {
+            NEREUS_LOG(broker_log(), err, "cannot open a new owner session: {}",
+                       s.error().message());
+            return;
+        }
+        std::lock_guard lock(mu_);
+        session_ = *s;
+    }
+
+    // Called from a gate's on_fenced (metadata callback thread): only queues the name; the
+    // keeper thread does the blocking part.
+    void mark_lost(const std::string& name) {
+        {
+            std::lock_guard lock(lost_mu_);
+            lost_.push_back(name);
+        }
+        { std::lock_guard sync(stop_mu_); }  // the keeper is waiting or will see lost_
+        stop_cv_.notify_all();
+    }
+    bool lost_pending() {
+        std::lock_guard lock(lost_mu_);
+        return !lost_.empty();
+    }
+    void release_lost_topics() {
+        std::vector<std::string> names;
+        {
+            std::lock_guard lock(lost_mu_);
+            names.swap(lost_);
+        }
+        for (const auto& n : names) {
+            std::shared_ptr<ledger_topic> t;
+            {
+                std::lock_guard lock(mu_);
+                if (auto it = topics_.find(n); it != topics_.end()) {
+                    t = it->second;
+                    topics_.erase(it);
+                }
+            }
+            if (!t) {
+                continue;
+            }
+            t->abandon();
+            NEREUS_LOG(broker_log(), warn, "topic lost: {} (ownership gone; nothing more confirmed)",
+                       n);
+            std::function<void(const std::string&)> h;
+            {
+                std::lock_guard lock(lost_mu_);
+                h = lost_handler_;
+            }
+            if (h) {
+                h(n);
+            }
+        }
+    }
+
+    bool shared() const { return !options_.metadata_url.empty(); }
+    static std::string ownership_key(const std::string& topic) {
+        return "owners/" + cursor::escape_name(topic);
+    }
+    static std::string stream_key(const std::string& topic) {
+        return "ledgers/" + cursor::escape_name(topic) + "/stream";
+    }
+    std::string topic_dir(const std::string& topic) const {
+        return options_.data_dir + "/shared/" + cursor::escape_name(topic);
+    }
+
+    // The claim and takeover of a topic (doc/ownership.md). Requires: mu_ held.
+    result<std::shared_ptr<topic_store>> open_shared_locked(const std::string& name, bool create) {
+        const std::string okey = ownership_key(name);
+        // 1. The ownership node, ephemeral under this broker's session.
+        std::vector<meta::op> claim;
+        claim.emplace_back(meta::check_session{session_});
+        claim.emplace_back(meta::put{okey, advertised_, meta::absent, session_});
+        auto c = meta::multi_sync(*meta_, std::move(claim));
+        meta::version owner_version = 0;
+        if (c && c->applied) {
+            owner_version = c->versions.at(1);
+        } else {
+            if (c && c->failed_op == 0) {
+                return nereus::error(proto::error_kind::unavailable);  // session expired
+            }
+            // Owned already, or an unknown outcome: the node says whose it is.
+            auto rec = meta::get_sync(*meta_, okey);
+            if (!rec || !*rec || (*rec)->owner != session_) {
+                NEREUS_LOG(broker_log(), info, "topic {} is owned by another broker ({})", name,
+                           rec && *rec ? (*rec)->value : std::string("?"));
+                return nereus::error(proto::error_kind::unavailable);
+            }
+            owner_version = (*rec)->ver;
+        }
+        auto release = [&] {
+            std::vector<meta::op> ops;
+            ops.emplace_back(meta::check_session{session_});
+            ops.emplace_back(meta::erase{okey, owner_version});
+            (void)meta::multi_sync(*meta_, std::move(ops));
+        };
+        // 2. This owner's copy of the stream log (the previous owner can no longer confirm).
+        auto dir = take_over_topic_dir(topic_dir(name));
+        if (!dir) {
+            release();
+            return nereus::error(dir.error());
+        }
+        auto st = storage::stream_store::open(posix_file_system(), *dir);
+        if (!st) {
+            release();
+            return nereus::error(st.error());
+        }
+        std::shared_ptr<storage::stream_store> streams(std::move(*st));
+        retired_streams_.push_back(streams);
+        // 3. The seed's writable-open sequence on it.
+        ledger::ledger_options lo;
+        lo.create_if_missing = create && options_.auto_create;
+        auto l = ledger::managed_ledger::open_writable(
+            ledger::ledger_env{meta_.get(), objects_.get(), streams.get(), session_}, name, lo);
+        if (!l) {
+            (void)streams->close();
+            release();
+            if (l.error() == make_error_code(ledger::errc::topic_not_found)) {
+                return nereus::error(proto::error_kind::topic_not_found);
+            }
+            if (l.error() == make_error_code(ledger::errc::owned_elsewhere) ||
+                l.error() == make_error_code(ledger::errc::owner_fenced)) {
+                return nereus::error(proto::error_kind::unavailable);
+            }
+            return nereus::error(l.error());
+        }
+        // 4. The stream record: every confirmed entry must be in the copy (fail closed).
+        auto srec = meta::get_sync(*meta_, stream_key(name));
+        if (!srec) {
+            (void)streams->close();
+            release();
+            return nereus::error(srec.error());
+        }
+        std::uint64_t confirmed = 0;
+        meta::version stream_version = meta::absent;
+        if (*srec) {
+            auto e = confirm_gate::decode_end((*srec)->value);
+            if (!e) {
+                (void)streams->close();
+                release();
+                return nereus::error(meta::errc::corrupt_record);
+            }
+            confirmed = *e;
+            stream_version = (*srec)->ver;
+        }
+        const auto info = (*l)->info();
+        if (info.end < confirmed) {
+            NEREUS_LOG(broker_log(), err,
+                       "topic {}: the stream log ends at {} but {} entries were confirmed; "
+                       "refusing to serve it",
+                       name, info.end, confirmed);
+            (void)streams->close();
+            release();
+            return nereus::error(storage::errc::corrupt_segment);
+        }
+        shared_ownership so;
+        so.meta = meta_.get();
+        so.session = session_;
+        so.owner_key = okey;
+        so.owner_version = owner_version;
+        so.streams = streams;
+        so.gate = std::make_shared<confirm_gate>(*meta_, session_, okey, owner_version,
+                                                 stream_key(name), stream_version,
+                                                 [this, name] { mark_lost(name); });
+        auto t = std::make_shared<ledger_topic>(name, std::move(*l), streams.get(), std::move(so));
+        topics_.emplace(name, t);
+        NEREUS_LOG(broker_log(), info, "topic claimed: {} (ownership node v{}, end {}, confirmed {})",
+                   name, owner_version, info.end, confirmed);
+        return t;
     }
     bool is_closed() {
         std::lock_guard lock(mu_);
@@ -632,7 +980,15 @@ private:
     std::unique_ptr<meta::store> meta_;
     std::unique_ptr<storage::stream_store> streams_;
     std::unique_ptr<objects::object_store> objects_;
-    meta::session_id session_ = meta::no_session;
+    meta::session_id session_ = meta::no_session;  // guarded by mu_ (renewed in shared mode)
+    std::chrono::milliseconds session_ttl_ = session_ttl;
+    std::string advertised_;  // guarded by mu_: "pulsar://...\nhttp://..."
+    // Every per-topic stream log opened in shared mode: kept until close() (a lost topic's
+    // ledger may still be referenced by cursor handles that read through it).
+    std::vector<std::shared_ptr<storage::stream_store>> retired_streams_;  // guarded by mu_
+    std::mutex lost_mu_;
+    std::vector<std::string> lost_;                              // guarded by lost_mu_
+    std::function<void(const std::string&)> lost_handler_;      // guarded by lost_mu_
     std::thread keeper_;
     std::mutex stop_mu_;
     std::condition_variable stop_cv_;

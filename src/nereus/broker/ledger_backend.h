@@ -7,12 +7,22 @@
 // One owner session per backend (per broker process), kept alive by a small thread; a
 // restarted process opens a new session, which expires the dead one's ownership.
 //
+// With `metadata_url` = zk://... (doc/ownership.md) the metadata lives in ZooKeeper and several
+// processes may share it and the data directory: a topic is opened only after this broker
+// created its ephemeral ownership node (owners/<topic>, holding the advertised addresses); it
+// then takes over the topic's stream log (its own generation directory under
+// data_dir/shared/<topic>/) and runs the ledger's writable open. Appends are confirmed through
+// the confirm gate (confirm_gate.h); a topic whose gate is fenced, or every topic when the owner
+// session expired, is lost: abandoned without release writes and reported to the server's
+// lost handler. The embedded RocksDB path (no metadata_url) is unchanged.
+//
 // Ownership: owns the three stores, the session and every managed_ledger it opened; must
 //   outlive the server that uses it. close() (or the destructor) closes the ledgers and stores.
 // Thread-safety: thread-safe (see topic_backend.h). Completions run on the stream log's
 //   committer thread or the metadata store's callback thread.
 // Durability: append and ack completions, seeks and subscription creation/deletion are
-//   durable when reported (ledger/managed_ledger.h).
+//   durable when reported (ledger/managed_ledger.h); with ZooKeeper metadata an append is also
+//   confirmed under this broker's ownership (the stream CAS) before it completes.
 
 #include "nereus/base/result.h"
 #include "nereus/broker/topic_backend.h"
@@ -24,6 +34,10 @@ namespace nereus::broker {
 
 struct ledger_backend_options {
     std::string data_dir = "./data";
+    // Empty: the embedded RocksDB store at data_dir/meta. Otherwise a meta::make_store url
+    // (zk://host:port/root[?session_timeout_ms=N]); the owner session then lives as long as
+    // the ZooKeeper session timeout without a keep-alive.
+    std::string metadata_url;
     bool auto_create = true;
 };
 

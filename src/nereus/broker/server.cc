@@ -113,6 +113,10 @@ result<void> server::start() {
     m.ctx = std::make_unique<broker_context>(
         broker_context{m.options, m.topics,
                        "pulsar://" + host + ":" + std::to_string(m.bound_port.load()), &m.pool});
+    // A topic the backend lost (shared metadata, doc/ownership.md) is dropped on an io thread.
+    m.backend.set_lost_handler([&m](const std::string& name) {
+        asio::post(m.io, [&m, name] { m.topics.release_lost(name); });
+    });
     m.work.emplace(m.io.get_executor());
     asio::co_spawn(m.io, m.accept_loop(), [](std::exception_ptr e) {
         if (e) {
@@ -149,6 +153,7 @@ void server::stop() {
             }
         }
     }
+    m.backend.set_lost_handler({});
     if (m.started) {
         asio::post(m.io, [&m] {
             boost::system::error_code ec;

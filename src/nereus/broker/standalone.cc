@@ -21,10 +21,12 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
 
     ledger_backend_options lo;
     lo.data_dir = o.data_dir;
+    lo.metadata_url = o.metadata_url;
     auto backend = ledger_backend::open(lo);
     if (!backend) {
-        std::fprintf(stderr, "nereus standalone: cannot open data directory %s: %s\n",
-                     o.data_dir.c_str(), backend.error().message().c_str());
+        std::fprintf(stderr, "nereus standalone: cannot open data directory %s%s%s: %s\n",
+                     o.data_dir.c_str(), o.metadata_url.empty() ? "" : " with metadata ",
+                     o.metadata_url.c_str(), backend.error().message().c_str());
         return 1;
     }
     broker_options bo;
@@ -47,6 +49,12 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
         (void)(*backend)->close();
         return 1;
     }
+    {
+        const std::string host =
+            o.advertised_address.empty() ? o.bind_address : o.advertised_address;
+        (*backend)->set_advertised(srv.service_url(),
+                                   "http://" + host + ":" + std::to_string(o.http_port));
+    }
     std::unique_ptr<standalone_service> service;
     if (extra) {
         auto made = extra(srv, **backend, o);
@@ -64,8 +72,9 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
         }
         service = std::move(*made);
     }
-    NEREUS_LOG(broker_log(), info, "nereus standalone serving pulsar://{}:{} data-dir={}",
-               o.bind_address, srv.port(), o.data_dir);
+    NEREUS_LOG(broker_log(), info, "nereus standalone serving pulsar://{}:{} data-dir={} metadata={}",
+               o.bind_address, srv.port(), o.data_dir,
+               o.metadata_url.empty() ? std::string("rocksdb (embedded)") : o.metadata_url);
     int sig = 0;
     while (sigwait(&stop_signals, &sig) != 0) {
     }

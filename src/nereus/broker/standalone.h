@@ -16,6 +16,11 @@ namespace nereus::broker {
 
 struct standalone_options {
     std::string data_dir = "./data";
+    // Metadata store: empty = the embedded RocksDB store at data_dir/meta (the default);
+    // "zk://host:port[,host:port]/root[?session_timeout_ms=N]" = ZooKeeper (doc/ownership.md):
+    // topics are then owned through ephemeral ownership nodes and several brokers may share
+    // one ZooKeeper and one data directory.
+    std::string metadata_url;
     std::string bind_address = "127.0.0.1";
     std::uint16_t port = 6650;
     std::uint16_t http_port = 8080;  // admin REST (src/nereus/admin), on bind_address

@@ -112,6 +112,10 @@ void topic::remove_producer(std::uint64_t token) {
 void topic::append(std::span<const std::byte> entry,
                    const append_info& info,
                    append_callback done) {
+    if (lost_.load()) {
+        done(nereus::error(proto::error_kind::unavailable));
+        return;
+    }
     store_->append(
         entry, info,
         [self = shared_from_this(), done = std::move(done),
@@ -301,6 +305,25 @@ result<void> topic_registry::remove(
     topics_.erase(full);
     NEREUS_LOG(broker_log(), info, "topic removed topic={}", full);
     return {};
+}
+
+void topic_registry::release_lost(const std::string& full) {
+    std::shared_ptr<topic> t;
+    {
+        std::lock_guard lock(mu_);
+        if (auto it = topics_.find(full); it != topics_.end()) {
+            t = it->second;
+            topics_.erase(it);
+        }
+    }
+    if (!t) {
+        return;
+    }
+    t->mark_lost();
+    for (const auto& s : t->open_subscriptions()) {
+        s->disconnect_consumers();
+    }
+    NEREUS_LOG(broker_log(), warn, "topic lost (ownership gone): {}; clients disconnected", full);
 }
 
 void topic_registry::close_all() {

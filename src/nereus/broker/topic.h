@@ -101,6 +101,11 @@ public:
     std::size_t producer_count();
     std::vector<std::shared_ptr<subscription>> open_subscriptions();
     std::uint64_t messages_in() const { return msg_in_.load(); }
+
+    // The backend lost this topic (doc/ownership.md): every later append fails, producers are
+    // closed after their next send error, consumers are disconnected (they look it up again).
+    void mark_lost() { lost_.store(true); }
+    bool lost() const { return lost_.load() || store_->ownership_lost(); }
     std::uint64_t bytes_in() const { return bytes_in_.load(); }
 
 private:
@@ -138,6 +143,7 @@ private:
     // True while a notify_subscriptions() is posted and has not started: a burst of append
     // completions (one group commit) posts one wake-up, not one per message.
     std::atomic<bool> notify_posted_{false};
+    std::atomic<bool> lost_{false};
 };
 
 // The open topics of one broker.
@@ -159,6 +165,10 @@ public:
     std::vector<std::string> topics_in_namespace(const std::string& ns) const;
     // Closes every open topic's store (graceful stop).
     void close_all();
+    // The backend lost `full` (topic_backend::set_lost_handler): forgets the topic and
+    // disconnects its consumers (CLOSE_CONSUMER); producers get CLOSE_PRODUCER after the send
+    // error of their next append. Non-blocking.
+    void release_lost(const std::string& full);
 
     // Admin API: the backend, the open topics, and deleting a topic. remove() holds the
     // registry lock throughout (no open() races it): `prepare` gets the open topic (nullptr

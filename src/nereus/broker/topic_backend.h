@@ -223,11 +223,38 @@ public:
 
     // Flushes and releases the topic (graceful stop).
     [[nodiscard]] virtual result<void> close() = 0;
+
+    // True once this broker no longer owns the topic (shared metadata, doc/ownership.md):
+    // nothing more is confirmed on it. Always false for the single-process backends.
+    virtual bool ownership_lost() const { return false; }
+};
+
+// Who serves a topic, for LOOKUP and the HTTP lookup (doc/ownership.md).
+struct topic_owner {
+    // True when this broker owns the topic, or nobody does (a PRODUCER or SUBSCRIBE here then
+    // claims it). The embedded single-process backends always answer true.
+    bool here = true;
+    std::string broker_url;  // the owner's pulsar://host:port when !here
+    std::string http_url;    // the owner's http://host:port when !here
 };
 
 class topic_backend {
 public:
     virtual ~topic_backend() = default;
+
+    // ---- ownership (shared metadata store; defaults: this process owns every topic) ----
+    // Where LOOKUP sends a client for `name`. Reads the topic's ownership node; never claims.
+    [[nodiscard]] virtual result<topic_owner> owner_of(const std::string& /*name*/) {
+        return topic_owner{};
+    }
+    // This broker's advertised addresses, written into the ownership nodes it creates. Called
+    // once, after the listeners are bound and before clients can open topics.
+    virtual void set_advertised(std::string /*broker_url*/, std::string /*http_url*/) {}
+    // `lost(name)` runs (on a backend thread) when the backend lost a topic it had opened
+    // (session expired, ownership superseded): the topic's store has confirmed its last append
+    // and ack, fails every later one, and the server must drop it and disconnect its clients.
+    virtual void set_lost_handler(std::function<void(const std::string&)> /*lost*/) {}
+
     // Opens a topic by its full name (persistent://tenant/ns/topic), creating it if `create`.
     // Errors: proto::error_kind::topic_not_found when missing and !create, storage errors.
     [[nodiscard]] virtual result<std::shared_ptr<topic_store>> open_topic(const std::string& name,

@@ -48,6 +48,23 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
     EXPECT_EQ(o.dispatch_batch, 32u);
 }
 
+TEST(StandaloneConfig, MetadataStoreUrlTakesZooKeeperUrlsOnly) {
+    standalone_options o;
+    EXPECT_TRUE(o.metadata_url.empty());  // the embedded RocksDB store by default
+    ASSERT_TRUE(parse_standalone_config("metadataStoreUrl=zk://127.0.0.1:2181/nereus\n", "t.conf", o));
+    EXPECT_EQ(o.metadata_url, "zk://127.0.0.1:2181/nereus");
+    ASSERT_TRUE(parse_standalone_config("metadataStoreUrl=zk:h1:2181,h2:2181/n\n", "t.conf", o));
+    EXPECT_EQ(o.metadata_url, "zk://h1:2181,h2:2181/n");
+    for (const char* bad : {"metadataStoreUrl=\n", "metadataStoreUrl=rocksdb:/x\n",
+                            "metadataStoreUrl=etcd://h:1\n", "metadataStoreUrl=zk://\n"}) {
+        standalone_options p;
+        auto r = parse_standalone_config(bad, "t.conf", p);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_EQ(r.error().line, 1);
+        EXPECT_TRUE(p.metadata_url.empty());
+    }
+}
+
 TEST(StandaloneConfig, EmptyFileKeepsDefaultsAndLastOccurrenceWins) {
     standalone_options o;
     ASSERT_TRUE(parse_standalone_config("", "t.conf", o));

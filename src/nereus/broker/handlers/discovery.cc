@@ -32,10 +32,28 @@ void connection::handle_connect(const proto::frame_view& f) {
 void connection::handle_lookup(const proto::frame_view& f) {
     const auto& l = f.command().lookuptopic();
     const auto req = l.request_id();
-    if (auto n = parse_topic_name(l.topic()); !n) {
+    auto n = parse_topic_name(l.topic());
+    if (!n) {
         write_frame([&](proto::frame_buffer& b) {
             return writer_.lookup_failed(b, req, proto::server_error::invalid_topic_name,
                                          "invalid topic name: " + l.topic());
+        });
+        return;
+    }
+    // Shared metadata: the topic's ownership node names its owner (doc/ownership.md); a topic
+    // nobody owns is served here (the PRODUCER / SUBSCRIBE claims it). One metadata read on the
+    // io thread, like PARTITIONED_METADATA.
+    auto owner = ctx_.topics.backend().owner_of(n->full());
+    if (!owner) {
+        write_frame([&](proto::frame_buffer& b) {
+            return writer_.lookup_failed(b, req, proto::server_error::service_not_ready,
+                                         "ownership lookup failed: " + owner.error().message());
+        });
+        return;
+    }
+    if (!owner->here) {
+        write_frame([&](proto::frame_buffer& b) {
+            return writer_.lookup_redirect(b, req, owner->broker_url, {}, true);
         });
         return;
     }

@@ -226,9 +226,25 @@ void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
                 return writer_.send_error(b, p->id, ps.sequence_id, ps.error_code,
                                           ps.error_message);
             });
+            if (p->t->lost() && !p->closing) {
+                // The topic moved to another broker (doc/ownership.md): close the producer so
+                // the client looks the topic up again and reconnects to the new owner.
+                p->closing = true;
+                p->t->remove_producer(p->token);
+                write_frame(
+                    [&](proto::frame_buffer& b) { return writer_.close_producer(b, p->id); });
+            }
         }
         p->pending.pop_front();
         ++p->front_serial;
+    }
+    if (p->pending.empty() && p->closing && !p->close_request_id && p->t->lost()) {
+        // Closed by the broker (topic lost): the client may reuse the id with the new owner.
+        const auto keep = p;
+        if (auto it = producers_.find(p->id); it != producers_.end() && it->second == p) {
+            producers_.erase(it);
+        }
+        return;
     }
     if (p->pending.empty() && p->close_request_id) {
         const auto req = *p->close_request_id;
