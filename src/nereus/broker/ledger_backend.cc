@@ -345,17 +345,24 @@ public:
 
     result<void> init(ledger_backend_options o) {
         options_ = std::move(o);
-        std::error_code ec;
-        std::filesystem::create_directories(options_.data_dir, ec);
-        if (ec) {
-            return nereus::error(ec);
+        if (options_.fs == nullptr) {
+            std::error_code ec;
+            std::filesystem::create_directories(options_.data_dir, ec);
+            if (ec) {
+                return nereus::error(ec);
+            }
         }
-        auto m = meta::rocksdb_store::open(options_.data_dir + "/meta");
-        if (!m) {
-            return nereus::error(m.error());
+        if (options_.meta != nullptr) {
+            meta_ = options_.meta;
+        } else {
+            auto m = meta::rocksdb_store::open(options_.data_dir + "/meta");
+            if (!m) {
+                return nereus::error(m.error());
+            }
+            owned_meta_ = std::move(*m);
+            meta_ = owned_meta_.get();
         }
-        meta_ = std::move(*m);
-        auto fs = posix_file_system();
+        auto fs = options_.fs != nullptr ? options_.fs : posix_file_system();
         auto s = storage::stream_store::open(fs, options_.data_dir + "/streams");
         if (!s) {
             return nereus::error(s.error());
@@ -386,7 +393,7 @@ public:
         ledger::ledger_options lo;
         lo.create_if_missing = create && options_.auto_create;
         auto l = ledger::managed_ledger::open_writable(
-            ledger::ledger_env{meta_.get(), objects_.get(), streams_.get(), session_}, name, lo);
+            ledger::ledger_env{meta_, objects_.get(), streams_.get(), session_}, name, lo);
         if (!l) {
             if (l.error() == make_error_code(ledger::errc::topic_not_found)) {
                 return nereus::error(proto::error_kind::topic_not_found);
@@ -576,7 +583,8 @@ public:
         }
         objects_.reset();
         streams_.reset();
-        meta_.reset();
+        owned_meta_.reset();
+        meta_ = nullptr;
         return first;
     }
 
@@ -598,7 +606,8 @@ private:
     }
 
     ledger_backend_options options_;
-    std::unique_ptr<meta::store> meta_;
+    std::unique_ptr<meta::store> owned_meta_;  // RocksDB, unless options_.meta was given
+    meta::store* meta_ = nullptr;
     std::unique_ptr<storage::stream_store> streams_;
     std::unique_ptr<objects::object_store> objects_;
     meta::session_id session_ = meta::no_session;
