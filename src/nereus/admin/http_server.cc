@@ -110,14 +110,23 @@ asio::awaitable<void> http_server::impl::session(std::shared_ptr<conn> c) {
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
         parser.body_limit(options.max_body_bytes);
-        // Idle (keep-alive, nothing buffered): idle_timeout for the header; a request that has
-        // started: read_timeout for the header and again for the body.
-        const bool idle = buffer.size() == 0;
-        c->idle = idle;
-        c->stream.expires_after(idle ? options.idle_timeout : options.read_timeout);
+        // Idle (keep-alive, nothing buffered): idle_timeout until the first byte of the next
+        // request; from then on read_timeout for the header and again for the body. (Waiting
+        // for the whole header under idle_timeout let a client trickling a request one byte at
+        // a time hold the connection for idle_timeout instead of read_timeout.)
+        if (buffer.size() == 0) {
+            c->idle = true;
+            c->stream.expires_after(options.idle_timeout);
+            auto [fec, fn] = co_await c->stream.async_read_some(buffer.prepare(4096), tok);
+            if (fec) {
+                break;  // closed by the peer, idle timeout, or stop()
+            }
+            buffer.commit(fn);
+        }
+        c->idle = false;
+        c->stream.expires_after(options.read_timeout);
         auto [ec, n] = co_await http::async_read_header(c->stream, buffer, parser, tok);
         (void)n;
-        c->idle = false;
         if (!ec && !parser.is_done()) {
             c->stream.expires_after(options.read_timeout);
             // curl asks before sending a body over 1 KiB; answer at once instead of letting it

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <thread>
 
 namespace nereus {
 namespace {
@@ -78,6 +79,11 @@ struct fault_file_system::state {
         std::string match;
         int count;
     };
+    struct sync_delay {
+        std::string match;
+        std::chrono::microseconds delay;
+        int count;
+    };
 
     mutable std::mutex mu;
     std::shared_ptr<inode> root = std::make_shared<inode>();
@@ -85,6 +91,7 @@ struct fault_file_system::state {
     bool is_crashed = false;
     std::vector<write_fault> write_faults;
     std::vector<sync_fault> sync_faults;
+    std::vector<sync_delay> sync_delays;
     std::optional<std::uint64_t> space_limit;
     std::optional<std::uint64_t> crash_budget;
     std::uint64_t syncs = 0;
@@ -157,6 +164,25 @@ struct fault_file_system::state {
         return false;
     }
 
+    // Sleeps when a sync of `path` is due to be slow (consumes one count). Requires: mu NOT
+    // held (a slow disk must not stall every other call).
+    void maybe_delay_sync(const std::string& path) {
+        std::chrono::microseconds d{0};
+        {
+            const std::lock_guard lock(mu);
+            for (auto& f : sync_delays) {
+                if (f.count > 0 && path.find(f.match) != std::string::npos) {
+                    --f.count;
+                    d = f.delay;
+                    break;
+                }
+            }
+        }
+        if (d.count() > 0) {
+            std::this_thread::sleep_for(d);
+        }
+    }
+
     static void sync_file(inode& n) {
         n.durable.resize(n.data.size());
         for (const auto& [lo, hi] : n.dirty) {
@@ -178,6 +204,7 @@ struct fault_file_system::state {
         is_crashed = false;
         write_faults.clear();
         sync_faults.clear();
+        sync_delays.clear();
         space_limit.reset();
         crash_budget.reset();
     }
@@ -362,6 +389,7 @@ public:
     }
 
     result<void> sync() override {
+        s_->maybe_delay_sync(path_);
         const std::lock_guard lock(s_->mu);
         NEREUS_TRY(check(false));
         if (s_->take_sync_fault(path_)) {
@@ -436,6 +464,13 @@ void fault_file_system::fail_writes(std::string path_substring,
 void fault_file_system::fail_syncs(std::string path_substring, int count) {
     const std::lock_guard lock(s_->mu);
     s_->sync_faults.push_back({std::move(path_substring), count});
+}
+
+void fault_file_system::delay_syncs(std::string path_substring,
+                                    std::chrono::microseconds delay,
+                                    int count) {
+    const std::lock_guard lock(s_->mu);
+    s_->sync_delays.push_back({std::move(path_substring), delay, count});
 }
 
 void fault_file_system::set_space_limit(std::optional<std::uint64_t> bytes) {
@@ -636,6 +671,7 @@ result<void> fault_file_system::remove_dir(const std::string& path) {
 }
 
 result<void> fault_file_system::sync_dir(const std::string& path) {
+    s_->maybe_delay_sync(path);
     const std::lock_guard lock(s_->mu);
     NEREUS_FAULT_FS_CHECK();
     auto node = s_->lookup(path);

@@ -14,6 +14,8 @@
 //   - fail_syncs: the next `count` matching sync()/sync_dir() calls fail with EIO and, like
 //     Linux after a writeback error, the unsynced data is no longer pending: a later successful
 //     sync() does NOT make it durable (it stays visible until power loss).
+//   - delay_syncs: the next `count` matching sync()/sync_dir() calls sleep `delay` (without
+//     the lock) before they sync: a slow disk. They then succeed or fail as above.
 //   - set_space_limit: writes that would grow the total size of all files past the limit
 //     write what fits and fail with ENOSPC.
 //   - crash_after_bytes(n): after n more bytes are written (all files), the write in progress
@@ -31,6 +33,7 @@
 #include "nereus/base/file_system.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,6 +55,7 @@ public:
                      std::uint64_t keep_bytes = 0,
                      int count = 1);
     void fail_syncs(std::string path_substring, int count = 1);
+    void delay_syncs(std::string path_substring, std::chrono::microseconds delay, int count = 1);
     void set_space_limit(std::optional<std::uint64_t> bytes);
     void crash_after_bytes(std::uint64_t n);
     void crash_now();

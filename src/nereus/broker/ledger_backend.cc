@@ -421,17 +421,22 @@ public:
 
     result<void> init(ledger_backend_options o) {
         options_ = std::move(o);
-        std::error_code ec;
-        std::filesystem::create_directories(options_.data_dir, ec);
-        if (ec) {
-            return nereus::error(ec);
+        if (options_.fs == nullptr) {
+            std::error_code ec;
+            std::filesystem::create_directories(options_.data_dir, ec);
+            if (ec) {
+                return nereus::error(ec);
+            }
         }
-        if (options_.metadata_url.empty()) {
+        if (options_.meta != nullptr) {
+            meta_ = options_.meta;  // a test's store (e.g. meta::fault_store), borrowed
+        } else if (options_.metadata_url.empty()) {
             auto m = meta::rocksdb_store::open(options_.data_dir + "/meta");
             if (!m) {
                 return nereus::error(m.error());
             }
-            meta_ = std::move(*m);
+            owned_meta_ = std::move(*m);
+            meta_ = owned_meta_.get();
         } else {
             auto zo = meta::zk_store::parse_url(options_.metadata_url);
             if (!zo) {
@@ -442,9 +447,10 @@ public:
             if (!m) {
                 return nereus::error(m.error());
             }
-            meta_ = std::move(*m);
+            owned_meta_ = std::move(*m);
+            meta_ = owned_meta_.get();
         }
-        auto fs = posix_file_system();
+        auto fs = options_.fs != nullptr ? options_.fs : posix_file_system();
         if (!shared()) {
             auto s = storage::stream_store::open(fs, options_.data_dir + "/streams");
             if (!s) {
@@ -480,7 +486,7 @@ public:
         ledger::ledger_options lo;
         lo.create_if_missing = create && options_.auto_create;
         auto l = ledger::managed_ledger::open_writable(
-            ledger::ledger_env{meta_.get(), objects_.get(), streams_.get(), session_}, name, lo);
+            ledger::ledger_env{meta_, objects_.get(), streams_.get(), session_}, name, lo);
         if (!l) {
             if (l.error() == make_error_code(ledger::errc::topic_not_found)) {
                 return nereus::error(proto::error_kind::topic_not_found);
@@ -706,7 +712,8 @@ public:
         objects_.reset();
         streams_.reset();
         retired_streams_.clear();
-        meta_.reset();
+        owned_meta_.reset();
+        meta_ = nullptr;
         return first;
     }
 
@@ -914,7 +921,7 @@ private:
         ledger::ledger_options lo;
         lo.create_if_missing = create && options_.auto_create;
         auto l = ledger::managed_ledger::open_writable(
-            ledger::ledger_env{meta_.get(), objects_.get(), streams.get(), session_}, name, lo);
+            ledger::ledger_env{meta_, objects_.get(), streams.get(), session_}, name, lo);
         if (!l) {
             (void)streams->close();
             release();
@@ -957,7 +964,7 @@ private:
             return nereus::error(storage::errc::corrupt_segment);
         }
         shared_ownership so;
-        so.meta = meta_.get();
+        so.meta = meta_;
         so.session = session_;
         so.owner_key = okey;
         so.owner_version = owner_version;
@@ -977,7 +984,8 @@ private:
     }
 
     ledger_backend_options options_;
-    std::unique_ptr<meta::store> meta_;
+    std::unique_ptr<meta::store> owned_meta_;  // RocksDB, unless options_.meta was given
+    meta::store* meta_ = nullptr;
     std::unique_ptr<storage::stream_store> streams_;
     std::unique_ptr<objects::object_store> objects_;
     meta::session_id session_ = meta::no_session;  // guarded by mu_ (renewed in shared mode)

@@ -30,6 +30,13 @@
 #include <memory>
 #include <string>
 
+namespace nereus {
+class file_system;
+}
+namespace nereus::meta {
+class store;
+}
+
 namespace nereus::broker {
 
 struct ledger_backend_options {
@@ -39,6 +46,11 @@ struct ledger_backend_options {
     // the ZooKeeper session timeout without a keep-alive.
     std::string metadata_url;
     bool auto_create = true;
+    // Test seams (fault injection, tests/unit/broker/fault_injection_test.cc); null means
+    // production. `fs` (shared) holds the stream log and the object store instead of the POSIX
+    // file system; `meta` (borrowed, must outlive the backend) replaces RocksDB at D/meta.
+    std::shared_ptr<file_system> fs;
+    meta::store* meta = nullptr;
 };
 
 class ledger_backend : public topic_backend {

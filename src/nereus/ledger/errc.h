@@ -32,7 +32,8 @@ enum class errc {
     cursor_exists,
     // No live cursor of this name.
     cursor_not_found,
-    // The registry says the stream exists but the stream log has no such stream: fail closed.
+    // The registry says the stream exists but the stream log has no such stream, or the stream
+    // starts above the ledger's logical start (entries never trimmed are gone): fail closed.
     stream_missing,
     // A ledger metadata record (registry or retention root) fails its format or checksum
     // checks. Never decoded as another valid state.

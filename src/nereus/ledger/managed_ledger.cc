@@ -218,6 +218,17 @@ result<void> managed_ledger::open_steps() {
                                  ? make_error_code(errc::stream_missing)
                                  : info.error());
     }
+    // Trims delete whole segments below the target, so the stream never starts above the
+    // logical start (or a pending trim's target). A stream that does lost entries the ledger
+    // never trimmed (a segment file deleted or lost): fail closed, never read it as a trim.
+    if (const offset allowed = root_.trim ? std::max(root_.start, root_.trim->target) : root_.start;
+        info->first.value() > allowed) {
+        NEREUS_LOG(ledger_log(), err,
+                   "stream starts above the ledger's start: entries lost topic={} stream={} "
+                   "stream_first={} ledger_start={}",
+                   topic_, registry_.stream_id, info->first.value(), allowed);
+        return nereus::error(errc::stream_missing);
+    }
     stream_ =
         std::make_shared<ledger_stream>(env_.streams, storage::stream_id(registry_.stream_id),
                                         options_.time_index_block, root_.start, info->end.value());

@@ -8,8 +8,15 @@
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
+#include <arpa/inet.h>
 #include <atomic>
+#include <chrono>
+#include <netinet/in.h>
+#include <poll.h>
 #include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
 
 namespace nereus::admin::test {
 namespace {
@@ -127,6 +134,80 @@ TEST_F(HttpServerTest, StopClosesIdleKeepAliveConnections) {
     ASSERT_TRUE(c->get("/x"));
     server_->stop();
     EXPECT_TRUE(c->wait_closed());
+}
+
+TEST_F(HttpServerTest, OversizedOrEndlessHeaderIs431AndNeverReachesTheHandler) {
+    // One header line over the 16 KiB limit, complete.
+    auto c = http_client::open(server_->port());
+    ASSERT_TRUE(c);
+    auto r = c->raw("GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: " + std::string(20000, 'p') + "\r\n\r\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 431U);
+    EXPECT_FALSE(r->keep_alive);
+    // An endless header (no blank line ever comes): cut at the limit, not read forever.
+    auto c2 = http_client::open(server_->port());
+    ASSERT_TRUE(c2);
+    std::string endless = "GET /x HTTP/1.1\r\nHost: a\r\n";
+    for (int i = 0; i < 2000; ++i) {
+        endless += "X-" + std::to_string(i) + ": v\r\n";
+    }
+    auto r2 = c2->raw(endless);
+    ASSERT_TRUE(r2);
+    EXPECT_EQ(r2->status, 431U);
+    EXPECT_EQ(calls_.load(), 0);
+}
+
+// A slow client (slowloris): a request that trickles in is closed once read_timeout has
+// passed since its first byte, however steadily bytes keep coming; the handler never runs and
+// other clients are served meanwhile.
+TEST(HttpServerSlowClient, TricklingRequestIsClosedAfterTheReadTimeout) {
+    std::atomic<int> calls{0};
+    http_server_options o;
+    o.bind_address = "127.0.0.1";
+    o.port = 0;
+    o.read_timeout = std::chrono::milliseconds(500);
+    http_server server(o, [&](const http_request&) {
+        ++calls;
+        return text_response(200, "ok", "text/plain");
+    });
+    ASSERT_TRUE(server.start().has_value());
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const std::string req = "GET /x HTTP/1.1\r\nHost: a\r\nX-Slow: " + std::string(200, 's');
+    bool closed = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < req.size() && !closed; ++i) {
+        if (::send(fd, &req[i], 1, MSG_NOSIGNAL) != 1) {
+            closed = true;
+            break;
+        }
+        // Another client is served while this one trickles.
+        if (i == 2) {
+            auto other = http_client::open(server.port());
+            ASSERT_TRUE(other);
+            auto r = other->get("/y");
+            ASSERT_TRUE(r);
+            EXPECT_EQ(r->status, 200U);
+        }
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 50) > 0) {
+            char b[256];
+            if (::recv(fd, b, sizeof b, 0) <= 0) {
+                closed = true;
+            }
+        }
+    }
+    const auto took = std::chrono::steady_clock::now() - t0;
+    ::close(fd);
+    server.stop();
+    EXPECT_TRUE(closed) << "the trickling request was never cut off";
+    EXPECT_GE(took, std::chrono::milliseconds(500)) << "closed before the read timeout";
+    EXPECT_EQ(calls.load(), 1) << "only the other client's request reached the handler";
 }
 
 }  // namespace

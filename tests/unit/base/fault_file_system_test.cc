@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace nereus {
 namespace {
@@ -116,6 +119,32 @@ TEST(FaultFileSystem, FailedSyncLosesTheDataAtPowerLossEvenAfterALaterSync) {
     ASSERT_TRUE((*f)->sync());  // "succeeds", as on Linux, but the pages were already dropped
     fs.power_loss();
     EXPECT_NE(read_all(fs, "/j"), "aaaa");
+}
+
+// A slow disk: the matching sync sleeps, without the lock (other files carry on), then syncs.
+TEST(FaultFileSystem, DelayedSyncIsSlowButDurableAndBlocksNothingElse) {
+    fault_file_system fs;
+    auto f = fs.open("/slow", open_mode::create);
+    auto g = fs.open("/fast", open_mode::create);
+    ASSERT_TRUE(fs.sync_dir("/"));
+    ASSERT_TRUE((*f)->write_at(0, as_bytes("aaaa")));
+    fs.delay_syncs("/slow", std::chrono::milliseconds(1500));
+    std::atomic<bool> done{false};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread t([&] {
+        EXPECT_TRUE((*f)->sync());
+        done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE((*g)->write_at(0, as_bytes("bb")));
+    ASSERT_TRUE((*g)->sync());
+    EXPECT_FALSE(done.load()) << "the delayed sync returned before its delay";
+    t.join();
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
+    ASSERT_TRUE((*f)->sync()) << "count 1: the next sync is not delayed";
+    fs.power_loss();
+    EXPECT_EQ(read_all(fs, "/slow"), "aaaa");
+    EXPECT_EQ(read_all(fs, "/fast"), "bb");
 }
 
 TEST(FaultFileSystem, SpaceLimitGivesEnospcAfterWhatFits) {
