@@ -68,7 +68,7 @@ fuzz-long: deps
 	bash scripts/run-fuzz --runs 10000000
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz build-prod
 
 format:
 	find src apps tests bench examples -name '*.h' -o -name '*.cc' | xargs clang-format -i
