@@ -156,7 +156,8 @@ void client::initiate_get_partitions(const std::shared_ptr<client_impl>& impl,
 
 void client::initiate_close(const std::shared_ptr<client_impl>& impl, detail::handler<void> h) {
     auto co = [](std::shared_ptr<client_impl> c) -> asio::awaitable<result<void>> {
-        co_return co_await c->close_all();
+        auto co_result_ = co_await c->close_all();
+    co_return co_result_;
     };
     detail::spawn_op<void>(impl, co(impl), std::move(h));
 }

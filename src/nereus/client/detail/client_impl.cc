@@ -112,13 +112,14 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::get_connection
         co_return it->second;
     }
     if (auto it = connecting_.find(key); it != connecting_.end()) {
-        co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+        auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                 void(result<std::shared_ptr<connection>>)>(
             [this, key](auto h) {
                 connecting_[key].emplace_back(
                     handler<std::shared_ptr<connection>>(std::move(h)), ex_);
             },
             asio::use_awaitable);
+    co_return co_result_;
     }
     auto self = shared_from_this();
     connecting_[key];
@@ -154,7 +155,8 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::connection_for
     if (!service_) {
         co_return error(errc::invalid_argument);
     }
-    co_return co_await lookup_once(topic);
+    auto co_result_ = co_await lookup_once(topic);
+    co_return co_result_;
 }
 
 asio::awaitable<result<std::shared_ptr<connection>>> client_impl::lookup_once(
@@ -189,7 +191,8 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::lookup_once(
             if (*target == ep) {
                 co_return *conn;
             }
-            co_return co_await get_connection(*target);
+            auto co_result_ = co_await get_connection(*target);
+    co_return co_result_;
         }
         authoritative = r.authoritative();
         ep = *target;

@@ -12,7 +12,8 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/dispatch.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 
 #include <utility>
@@ -25,24 +26,25 @@ public:
     completion() = default;
     completion(handler<T> h, const asio::any_io_executor& fallback)
         : h_(std::move(h)),
+          ex_(fallback),
           work_(asio::prefer(asio::get_associated_executor(h_, fallback),
                              asio::execution::outstanding_work.tracked)) {}
 
     explicit operator bool() const noexcept { return static_cast<bool>(h_); }
 
+    // Posts the handler with `r` to the client's strand, from where Asio dispatches it to the
+    // handler's associated executor: a completion never runs inside the caller's frame.
     void operator()(result<T> r) {
         if (!h_) {
             return;
         }
-        auto ex = std::move(work_);
+        asio::post(ex_, asio::append(std::move(h_), std::move(r)));
         work_ = {};
-        asio::dispatch(asio::bind_executor(std::move(ex), [h = std::move(h_), r = std::move(r)]() mutable {
-            std::move(h)(std::move(r));
-        }));
     }
 
 private:
     handler<T> h_;
+    asio::any_io_executor ex_;
     asio::any_completion_executor work_;
 };
 

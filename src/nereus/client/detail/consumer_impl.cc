@@ -86,12 +86,13 @@ bool none_set(const std::vector<std::int64_t>& bits) {
 
 asio::awaitable<result<message_id>> send_via(std::shared_ptr<producer_impl> p, outgoing_message m) {
     const auto& ex = p->client()->strand();
-    co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                             void(result<message_id>)>(
         [p, &m, ex](auto h) {
             p->send(std::move(m), completion<message_id>(handler<message_id>(std::move(h)), ex));
         },
         asio::use_awaitable);
+    co_return co_result_;
 }
 
 }  // namespace
@@ -851,12 +852,13 @@ asio::awaitable<result<void>> consumer_impl::reconsume_later(std::shared_ptr<con
     if (!sent) {
         co_return error(sent.error());
     }
-    co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<void>)>(
+    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<void>)>(
         [self, id = m.id()](auto h) {
             self->ack(id, false,
                       completion<void>(handler<void>(std::move(h)), self->client_->strand()));
         },
         asio::use_awaitable);
+    co_return co_result_;
 }
 
 asio::awaitable<result<void>> consumer_impl::seek(std::shared_ptr<consumer_impl> self,
@@ -988,7 +990,8 @@ asio::awaitable<result<void>> consumer_impl::unsubscribe(std::shared_ptr<consume
     if (!out) {
         co_return out;
     }
-    co_return co_await close(self);
+    auto co_result_ = co_await close(self);
+    co_return co_result_;
 }
 
 asio::awaitable<result<void>> consumer_impl::close(std::shared_ptr<consumer_impl> self) {
@@ -1029,7 +1032,8 @@ asio::awaitable<result<void>> consumer_impl::close(std::shared_ptr<consumer_impl
 }
 
 asio::awaitable<result<void>> consumer_impl::close_from_client() {
-    co_return co_await close(shared_from_this());
+    auto co_result_ = co_await close(shared_from_this());
+    co_return co_result_;
 }
 
 }  // namespace nereus::client::detail

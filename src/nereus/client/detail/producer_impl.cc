@@ -657,7 +657,8 @@ asio::awaitable<result<void>> producer_impl::close(std::shared_ptr<producer_impl
 }
 
 asio::awaitable<result<void>> producer_impl::close_from_client() {
-    co_return co_await close(shared_from_this());
+    auto co_result_ = co_await close(shared_from_this());
+    co_return co_result_;
 }
 
 }  // namespace nereus::client::detail
