@@ -63,12 +63,16 @@ protected:
         port_ = server_->port();
     }
 
+    // Idempotent: a test may stop the broker and then restart_broker() it.
     void stop_broker() {
-        server_->stop();
-        server_.reset();
+        if (server_) {
+            server_->stop();
+            server_.reset();
+        }
     }
 
-    // Stops the broker and starts it again on the same port (bounded retries on the bind).
+    // Stops the broker (if running) and starts it again on the same port (bounded retries on
+    // the bind).
     void restart_broker(std::chrono::milliseconds down = 0ms) {
         stop_broker();
         std::this_thread::sleep_for(down);

@@ -70,42 +70,6 @@ TEST_F(ClientTest, CumulativeAckIsRefusedOnShared) {
     EXPECT_EQ(r.error(), make_error_code(errc::invalid_argument));
 }
 
-TEST_F(ClientTest, BatchIndexAckSettlesOnlyThatMessageOfTheBatch) {
-    auto o = sub("batchack", "s", subscription_type::shared);
-    auto c = make_consumer(o);
-    auto po = prod("batchack", true);
-    po.batch_max_messages = 10;
-    po.batch_max_delay = std::chrono::milliseconds(1000);
-    auto p = make_producer(po);
-    std::vector<std::future<result<message_id>>> fs;
-    for (int i = 0; i < 10; ++i) {
-        fs.push_back(p.send(outgoing_message::text(std::to_string(i)), asio::use_future));
-    }
-    for (auto& f : fs) {
-        ASSERT_TRUE(wait(std::move(f)));
-    }
-    for (int i = 0; i < 10; ++i) {
-        auto m = receive(c);
-        ASSERT_TRUE(m);
-        EXPECT_EQ(m->id().batch_size, 10);
-        if (i == 3 || i == 7) {
-            ASSERT_TRUE(wait(c.acknowledge(m->id(), asio::use_future)));
-        }
-    }
-    ASSERT_TRUE(wait(c.close(asio::use_future)));
-    auto c2 = make_consumer(o);
-    std::set<std::string> again;
-    for (int i = 0; i < 8; ++i) {
-        auto m = receive(c2);
-        ASSERT_TRUE(m);
-        again.insert(std::string(m->payload_text()));
-    }
-    EXPECT_EQ(again.count("3"), 0u);
-    EXPECT_EQ(again.count("7"), 0u);
-    EXPECT_EQ(again.size(), 8u);
-    EXPECT_TRUE(nothing_within(c2, 300ms));
-}
-
 TEST_F(ClientTest, NackRedeliversAfterTheDelayWithARedeliveryCount) {
     auto o = sub("nack", "s", subscription_type::shared);
     o.nack_redelivery_delay = std::chrono::milliseconds(300);

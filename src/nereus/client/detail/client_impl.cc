@@ -112,14 +112,15 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::get_connection
         co_return it->second;
     }
     if (auto it = connecting_.find(key); it != connecting_.end()) {
+        // g++ 12 destroys a lambda temporary inside a co_await expression twice (its captured
+        // shared_ptr loses a reference): the initiation is a named local, never a temporary.
+        auto init = [this, &key](auto h) {
+            connecting_[key].emplace_back(handler<std::shared_ptr<connection>>(std::move(h)), ex_);
+        };
         auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                void(result<std::shared_ptr<connection>>)>(
-            [this, key](auto h) {
-                connecting_[key].emplace_back(
-                    handler<std::shared_ptr<connection>>(std::move(h)), ex_);
-            },
-            asio::use_awaitable);
-    co_return co_result_;
+                                                        void(result<std::shared_ptr<connection>>)>(
+            init, asio::use_awaitable);
+        co_return co_result_;
     }
     auto self = shared_from_this();
     connecting_[key];

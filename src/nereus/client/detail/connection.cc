@@ -323,13 +323,14 @@ void connection::request(std::uint64_t request_id, const build_fn& build,
 
 asio::awaitable<result<command_ptr>> connection::request(std::uint64_t request_id, build_fn build) {
     auto self = shared_from_this();
+    // g++ 12 destroys a lambda temporary inside a co_await expression twice (its captured
+    // shared_ptr loses a reference): the initiation is a named local, never a temporary.
+    auto init = [this, request_id, &build](auto h) {
+        request(request_id, build, completion<command_ptr>(handler<command_ptr>(std::move(h)), ex_));
+    };
     auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                            void(result<command_ptr>)>(
-        [self, request_id, &build](auto h) {
-            self->request(request_id, build,
-                          completion<command_ptr>(handler<command_ptr>(std::move(h)), self->ex_));
-        },
-        asio::use_awaitable);
+                                                    void(result<command_ptr>)>(init,
+                                                                               asio::use_awaitable);
     co_return co_result_;
 }
 

@@ -86,12 +86,14 @@ bool none_set(const std::vector<std::int64_t>& bits) {
 
 asio::awaitable<result<message_id>> send_via(std::shared_ptr<producer_impl> p, outgoing_message m) {
     const auto& ex = p->client()->strand();
+    // g++ 12 destroys a lambda temporary inside a co_await expression twice (its captured
+    // shared_ptr loses a reference): the initiation is a named local, never a temporary.
+    auto init = [&p, &m, &ex](auto h) {
+        p->send(std::move(m), completion<message_id>(handler<message_id>(std::move(h)), ex));
+    };
     auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                            void(result<message_id>)>(
-        [p, &m, ex](auto h) {
-            p->send(std::move(m), completion<message_id>(handler<message_id>(std::move(h)), ex));
-        },
-        asio::use_awaitable);
+                                                    void(result<message_id>)>(init,
+                                                                              asio::use_awaitable);
     co_return co_result_;
 }
 
@@ -787,14 +789,16 @@ asio::awaitable<void> consumer_impl::dead_letter(std::shared_ptr<consumer_impl> 
         }
         auto sent = co_await send_via(*p, std::move(om));
         if (sent) {
+            // g++ 12 destroys a lambda temporary inside a co_await expression twice (its captured
+            // shared_ptr loses a reference): the initiation is a named local, never a temporary.
+            const auto id = m.id();
+            auto init = [&self, id](auto h) {
+                self->ack(id, false,
+                          completion<void>(handler<void>(std::move(h)), self->client_->strand()));
+            };
             auto acked = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                       void(result<void>)>(
-                [self, id = m.id()](auto h) {
-                    self->ack(id, false,
-                              completion<void>(handler<void>(std::move(h)),
-                                               self->client_->strand()));
-                },
-                asio::use_awaitable);
+                                                       void(result<void>)>(init,
+                                                                           asio::use_awaitable);
             if (acked) {
                 NEREUS_LOG(client_log(), info, "consumer {}: {} moved to dead-letter topic {}",
                            self->options_.consumer_name, m.id().to_string(),
@@ -852,12 +856,15 @@ asio::awaitable<result<void>> consumer_impl::reconsume_later(std::shared_ptr<con
     if (!sent) {
         co_return error(sent.error());
     }
-    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<void>)>(
-        [self, id = m.id()](auto h) {
-            self->ack(id, false,
-                      completion<void>(handler<void>(std::move(h)), self->client_->strand()));
-        },
-        asio::use_awaitable);
+    // g++ 12 destroys a lambda temporary inside a co_await expression twice (its captured
+    // shared_ptr loses a reference): the initiation is a named local, never a temporary.
+    const auto id = m.id();
+    auto init = [&self, id](auto h) {
+        self->ack(id, false,
+                  completion<void>(handler<void>(std::move(h)), self->client_->strand()));
+    };
+    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                    void(result<void>)>(init, asio::use_awaitable);
     co_return co_result_;
 }
 
