@@ -689,6 +689,34 @@ result<void> fault_file_system::sync_dir(const std::string& path) {
     return {};
 }
 
+result<void> fault_file_system::sync_all(const std::string& path) {
+    s_->maybe_delay_sync(path);
+    const std::lock_guard lock(s_->mu);
+    NEREUS_FAULT_FS_CHECK();
+    if (!s_->lookup(path)) {
+        return sys(std::errc::no_such_file_or_directory);
+    }
+    if (s_->take_sync_fault(path)) {
+        return sys(std::errc::io_error);
+    }
+    // Every inode reachable from the root (an unlinked file has no name left to make durable).
+    std::vector<inode*> todo{s_->root.get()};
+    while (!todo.empty()) {
+        inode* n = todo.back();
+        todo.pop_back();
+        if (n->is_dir) {
+            n->durable_entries = n->entries;
+            for (auto& [name, child] : n->entries) {
+                todo.push_back(child.get());
+            }
+        } else if (!n->dirty.empty() || n->size_dirty) {
+            fault_file_system::state::sync_file(*n);
+        }
+    }
+    ++s_->dir_syncs;
+    return {};
+}
+
 result<std::vector<std::string>> fault_file_system::list_dir(const std::string& path) {
     const std::lock_guard lock(s_->mu);
     NEREUS_FAULT_FS_CHECK();

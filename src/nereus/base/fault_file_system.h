@@ -5,8 +5,8 @@
 //
 // It keeps two images of everything: what a reader sees now (the "page cache") and what would
 // survive a power loss (the "disk"). file::sync() copies a file's bytes and size to the disk
-// image; sync_dir() copies a directory's entries. Nothing else is durable: a new file whose
-// directory was never synced disappears at power_loss(), as on Linux.
+// image; sync_dir() copies a directory's entries; sync_all() does both for everything. Nothing else
+// is durable: a new file whose directory was never synced disappears at power_loss(), as on Linux.
 //
 // Faults (each matched by a substring of the path; "" matches every path):
 //   - fail_writes: the next `count` matching writes write `keep_bytes` bytes (a short write),
@@ -82,6 +82,7 @@ public:
     result<void> create_dirs(const std::string& path) override;
     result<void> remove_dir(const std::string& path) override;
     result<void> sync_dir(const std::string& path) override;
+    result<void> sync_all(const std::string& path) override;
     result<std::vector<std::string>> list_dir(const std::string& path) override;
     result<bool> exists(const std::string& path) override;
     result<bool> is_dir(const std::string& path) override;

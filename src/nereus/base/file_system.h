@@ -89,6 +89,12 @@ public:
     [[nodiscard]] virtual result<void> remove_dir(const std::string& path) = 0;
     // fsync of a directory: makes its entries (creations, renames, removals) durable.
     [[nodiscard]] virtual result<void> sync_dir(const std::string& path) = 0;
+    // syncfs(2) of the file system holding `path`: every pending change on it — file bytes and
+    // sizes, directory entries — becomes durable in one call (bytes whose earlier sync() failed
+    // excepted, as above). For recovery, which must make durable whatever it saw without
+    // knowing which directories had unsynced changes. Its cost depends on everything dirty on
+    // that file system, not only on the caller's files.
+    [[nodiscard]] virtual result<void> sync_all(const std::string& path) = 0;
     // Names (not paths) of the entries of a directory, sorted, without "." and "..".
     [[nodiscard]] virtual result<std::vector<std::string>> list_dir(const std::string& path) = 0;
     [[nodiscard]] virtual result<bool> exists(const std::string& path) = 0;

@@ -19,6 +19,21 @@ result<void> ok() {
     return {};
 }
 
+// Opens the directory `path` and applies `sync` (fsync: its entries; syncfs: its file system).
+result<void> sync_directory(const std::string& path, int (*sync)(int)) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno_error(errno);
+    }
+    const int rc = sync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) {
+        return errno_error(err);
+    }
+    return ok();
+}
+
 class posix_file final : public file {
 public:
     explicit posix_file(int fd) : fd_(fd) {}
@@ -214,18 +229,12 @@ public:
         return ok();
     }
 
+    result<void> sync_all(const std::string& path) override {
+        return sync_directory(path, ::syncfs);
+    }
+
     result<void> sync_dir(const std::string& path) override {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
-            return errno_error(errno);
-        }
-        const int rc = ::fsync(fd);
-        const int err = errno;
-        ::close(fd);
-        if (rc != 0) {
-            return errno_error(err);
-        }
-        return ok();
+        return sync_directory(path, ::fsync);
     }
 
     result<std::vector<std::string>> list_dir(const std::string& path) override {

@@ -317,18 +317,18 @@ result<void> journaled_store::recover() {
         NEREUS_TRY((*f)->sync());
     }
     // What recovery saw may be only in the page cache (a killed process leaves it there): make it
-    // durable before anything relies on it. The streams directory (stream dirs created, renamed
-    // into place or removed); the directory of every stream the journal still covers (a segment
-    // created by a roll whose directory sync never happened); and the active segment of every
-    // stream the journal covers (its records may be unsynced, and the checkpoint below drops
-    // the journal that holds them). A trim that removed a file but not durably is caught by
-    // trim_unsynced: the first trim after open syncs the directory first.
-    NEREUS_TRY(fs_->sync_dir(streams_dir_));
+    // durable before anything relies on it — in one syncfs, because recovery cannot tell which
+    // directories hold unsynced changes: stream dirs created, renamed into place or removed; a
+    // segment created by a roll whose directory sync never happened; a segment removed by a
+    // trim whose directory sync failed (without this, `first` reported now could move back
+    // after a later power loss). The active segment of every stream the journal covers is also
+    // marked dirty, so the checkpoint below syncs whatever the replay appends to it before it
+    // drops the journal that holds those records.
+    NEREUS_TRY(fs_->sync_all(dir_));
     for (const auto& [sid, r] : rec) {
         stream_state& st = *streams_.at(sid);
-        st.trim_unsynced = true;
+        st.trim_unsynced = false;
         if (r.in_journal) {
-            NEREUS_TRY(fs_->sync_dir(fds_.stream_dir(sid)));
             mark_dirty(st);
         }
         if (r.tail_bad) {

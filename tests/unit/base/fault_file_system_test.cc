@@ -121,6 +121,36 @@ TEST(FaultFileSystem, FailedSyncLosesTheDataAtPowerLossEvenAfterALaterSync) {
     EXPECT_NE(read_all(fs, "/j"), "aaaa");
 }
 
+// syncfs: every pending byte, size and directory entry under the root becomes durable at once,
+// except bytes whose sync already failed (their pages were dropped, as on Linux).
+TEST(FaultFileSystem, SyncAllMakesEverythingPendingDurableButNotFailedSyncs) {
+    fault_file_system fs;
+    ASSERT_TRUE(fs.create_dirs("/d/e"));
+    {
+        auto f = fs.open("/d/e/new", open_mode::create);
+        ASSERT_TRUE((*f)->write_at(0, as_bytes("fresh")));
+        auto g = fs.open("/d/failed", open_mode::create);
+        ASSERT_TRUE((*g)->write_at(0, as_bytes("lost")));
+        fs.fail_syncs("/d/failed");
+        EXPECT_EQ((*g)->sync().error(), std::errc::io_error);
+    }
+    ASSERT_TRUE(fs.sync_dir("/d"));
+    {
+        auto old = fs.open("/d/old", open_mode::create);
+        ASSERT_TRUE((*old)->write_at(0, as_bytes("x")));
+        ASSERT_TRUE((*old)->sync());
+    }
+    ASSERT_TRUE(fs.sync_dir("/d"));
+    ASSERT_TRUE(fs.remove("/d/old"));
+    ASSERT_TRUE(fs.sync_all("/d"));
+    fs.power_loss();
+    EXPECT_EQ(read_all(fs, "/d/e/new"), "fresh");
+    EXPECT_FALSE(*fs.exists("/d/old")) << "a removal is durable after sync_all";
+    EXPECT_NE(read_all(fs, "/d/failed"), "lost");
+    fs.crash_now();
+    EXPECT_EQ(fs.sync_all("/d").error(), std::errc::io_error);
+}
+
 // A slow disk: the matching sync sleeps, without the lock (other files carry on), then syncs.
 TEST(FaultFileSystem, DelayedSyncIsSlowButDurableAndBlocksNothingElse) {
     fault_file_system fs;

@@ -64,6 +64,9 @@ TEST_F(PosixFileSystem, DirectoriesAndRenames) {
     ASSERT_TRUE(fs->remove(path_join(sub, "z")));
     ASSERT_TRUE(fs->remove_dir(sub));
     EXPECT_FALSE(*fs->exists(sub));
+    EXPECT_TRUE(fs->sync_all(dir_));  // syncfs of the file system holding the directory
+    EXPECT_EQ(fs->sync_all(path_join(dir_, "missing")).error(),
+              std::errc::no_such_file_or_directory);
     EXPECT_EQ(fs->open(path_join(dir_, "missing"), open_mode::read_only).error(),
               std::errc::no_such_file_or_directory);
 }

@@ -312,6 +312,41 @@ TEST_F(Recovery, CheckpointsDeleteJournalFilesAndRecoveryStillFindsEverything) {
     }
 }
 
+// A trim whose directory sync failed leaves the segment's removal only in the page cache. A
+// process crash keeps that cache, so the next open sees the segment gone and reports the later
+// `first`; that report must then be durable: a power loss after the open must not bring the
+// trimmed segment back (`first` never moves backwards). Found by the power-loss campaign.
+TEST_F(Recovery, FirstReportedAfterRecoverySurvivesALaterPowerLoss) {
+    auto o = tiny_options();
+    auto s = open(o);
+    ASSERT_NE(s, nullptr);
+    const stream_id id(7);
+    ASSERT_TRUE(s->create_stream(id));
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_TRUE(s->append_sync(id, payload(7, i, 100)));  // 116 B records: 8 per segment
+    }
+    ASSERT_TRUE(s->close());
+    s = open(o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->trim(id, offset(0)));  // the first trim after an open syncs the directory
+    fs_->fail_syncs("/db/streams/", 1);   // the directory sync after the removal fails
+    auto failed = s->trim(id, offset(20));
+    ASSERT_FALSE(failed) << "the removal was never made durable";
+    // The process dies; the page cache (with the removal) survives.
+    fs_->crash_now();
+    s.reset();
+    fs_->process_crash();
+    s = open(o);
+    ASSERT_NE(s, nullptr);
+    const auto seen = s->info(id)->first;
+    ASSERT_GT(seen.value(), 0U) << "the open saw the removal (precondition of this test)";
+    power_cut(s);
+    s = open(o);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->info(id)->first, seen) << "a trimmed segment came back after a power loss";
+    EXPECT_EQ(s->info(id)->end.value(), 40U);
+}
+
 TEST_F(Recovery, CorruptCheckpointIsATypedError) {
     auto s = open();
     ASSERT_NE(s, nullptr);

@@ -68,6 +68,9 @@ public:
     result<void> sync_dir(const std::string& path) override {
         return counted(inner_->sync_dir(path));
     }
+    result<void> sync_all(const std::string& path) override {
+        return counted(inner_->sync_all(path));
+    }
     result<std::vector<std::string>> list_dir(const std::string& path) override {
         return inner_->list_dir(path);
     }

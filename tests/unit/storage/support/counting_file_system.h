@@ -74,6 +74,7 @@ public:
         ++dir_syncs;
         return inner_->sync_dir(p);
     }
+    result<void> sync_all(const std::string& p) override { return inner_->sync_all(p); }
     result<std::vector<std::string>> list_dir(const std::string& p) override {
         return inner_->list_dir(p);
     }
