@@ -19,6 +19,9 @@
 //   process SIGKILLed by PID after the broker) produces with receipts and acks / nacks on the
 //   Shared subscription flex-sub, printing each confirmed event; audit there: flex-audit.
 //   One kill in five is followed by a second SIGKILL during the restart (recovery).
+//   During the load, internalStats of each topic is polled every ~200 ms: no cursor's
+//   markDeletePosition may be behind the first retained entry (the retention pass runs every
+//   second; a trim that passed a cursor is visible only here, since a restart repairs it).
 //
 //   after each restart (verification; nothing else runs):
 //     1. a fence message is produced (receipted); every subscription is read by a fresh consumer
@@ -31,8 +34,11 @@
 //        delivered set must match one of them exactly;
 //     4. everything delivered is acked (responses awaited), so the next round starts from a
 //        known state: every subscription acked through the fence;
-//     5. internalStats (admin REST): no cursor's markDeletePosition behind the first retained
-//        entry.
+//     0. (right after the restart, cursors lagging) internalStats: no cursor's
+//        markDeletePosition behind the first retained entry;
+//     5. retention (the broker runs with defaultRetention 0/0 and a pass every second):
+//        POST .../trim, then internalStats: the first retained entry is
+//        exactly fence + 1 (everything acked was trimmed) and no cursor is behind it.
 //
 // One line per kill, then `kills=N violations=M`; exit status 1 when M > 0, 2 when the campaign
 // itself could not run (broker does not start, ...).
@@ -115,8 +121,14 @@ std::uint16_t free_port() {
 
 class broker_process {
 public:
-    broker_process(std::string binary, std::string data_dir, std::string log_path)
-        : binary_(std::move(binary)), data_dir_(std::move(data_dir)), log_(std::move(log_path)) {}
+    broker_process(std::string binary,
+                   std::string data_dir,
+                   std::string log_path,
+                   std::string config_path)
+        : binary_(std::move(binary)),
+          data_dir_(std::move(data_dir)),
+          log_(std::move(log_path)),
+          config_(std::move(config_path)) {}
     broker_process(const broker_process&) = delete;
     broker_process& operator=(const broker_process&) = delete;
     ~broker_process() { kill(); }
@@ -141,7 +153,7 @@ public:
         const std::string http = std::to_string(http_port_);
         std::vector<std::string> argv = {binary_,   "standalone", "--data-dir", data_dir_,
                                          "--port",  port,         "--http-port", http,
-                                         "--bind", "127.0.0.1"};
+                                         "--bind", "127.0.0.1", "--config", config_};
         std::vector<char*> args;
         for (auto& a : argv) {
             args.push_back(a.data());
@@ -198,6 +210,7 @@ private:
     std::string binary_;
     std::string data_dir_;
     std::string log_;
+    std::string config_;
     pid_t pid_ = -1;
     std::uint16_t port_ = 0;
     std::uint16_t http_port_ = 0;
@@ -378,6 +391,45 @@ std::optional<delivered_entry> parse_message(const received& r) {
     return d;
 }
 
+// The retention-floor check on an internalStats answer `s`: parses
+// "ledgers":[{"ledgerId":L,"entries":N,"firstEntry":F,...}] and every cursor's
+// "markDeletePosition":"L:E"; every cursor's E + 1 must be >= F (no cursor behind the first
+// retained entry). `first` gets F (-1 when absent). Holds at every instant of a correct broker:
+// F is read before the cursors, only grows, and no cursor is ever below the current F.
+std::vector<std::string> floor_violations(const std::string& s, long long& first) {
+    std::vector<std::string> out;
+    first = -1;
+    const auto fe = s.find("\"firstEntry\":");
+    if (fe == std::string::npos) {
+        out.push_back("internalStats without firstEntry: " + s.substr(0, 200));
+        return out;
+    }
+    first = std::strtoll(s.c_str() + fe + 13, nullptr, 10);
+    std::size_t at = 0;
+    int cursors = 0;
+    while ((at = s.find("\"markDeletePosition\":\"", at)) != std::string::npos) {
+        at += 22;
+        const auto colon = s.find(':', at);
+        const long long e = std::strtoll(s.c_str() + colon + 1, nullptr, 10);
+        ++cursors;
+        // A subscription deleted a moment ago (UNSUBSCRIBE) may still be listed: its cursor is
+        // a DELETED tombstone (mark-delete 0), which holds no data and is not in the floor.
+        const auto next = s.find("\"markDeletePosition\":\"", at);
+        const auto life = s.find("\"lifecycle\":\"DELETED\"", at);
+        if (life != std::string::npos && (next == std::string::npos || life < next)) {
+            continue;
+        }
+        if (e + 1 < first) {
+            out.push_back("a cursor's markDeletePosition " + s.substr(at, s.find('"', at) - at) +
+                          " is behind the first retained entry " + std::to_string(first));
+        }
+    }
+    if (cursors == 0) {
+        out.push_back("internalStats lists no cursor");
+    }
+    return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The model.
 
@@ -433,6 +485,7 @@ struct model {
     std::uint64_t ledger = ~0ULL;  // the topic's ledger id (one stream: constant)
     std::uint64_t receipts = 0;    // confirmed this round
     std::uint64_t acks = 0;        // confirmed this round
+    long long first_entry = 0;     // the first retained entry (internalStats), last seen
     std::map<std::string, std::uint64_t> ops;  // operations sent / confirmed, by kind
 
     // pulsar-flex receipts since the last verification: (round tag, unit) -> messages.
@@ -852,7 +905,7 @@ void run_churn(load_context& ctx, const std::string& sub) {
         return std::nullopt;
     };
     bool need_subscribe = true;
-    // After a recreate (Earliest: the broker never trims, so from entry 0) the next operation is
+    // After a recreate (Earliest: from the first retained entry) the next operation is
     // a seek to `base`, so the history is not replayed by every later cycle and verification.
     bool recreated = false;
     for (int cycle = 0; cycle < 10000 && !ctx.stop.load() && !c->closed(); ++cycle) {
@@ -1055,7 +1108,7 @@ struct verifier {
             return std::nullopt;
         }
         std::vector<delivered_entry> out;
-        // A long replay (a recreated subscription starts at entry 0: the broker never trims)
+        // A long replay (a recreated subscription starts at the first retained entry)
         // would stop at the permits and at maxUnackedMessagesPerConsumer (50,000): permits are
         // given back and what was received is acked as it comes (the answers are not needed:
         // the check is on what is delivered, and everything delivered is acked afterwards).
@@ -1212,6 +1265,9 @@ struct verifier {
 
     void run(int kill_round) {
         (void)kill_round;
+        // 0. Right after the restart, before anything acks: no cursor behind the retention
+        // floor (the periodic pass ran during the load and may run now).
+        check_internal_stats();
         // 1. The fence.
         const std::string fence_name = m.topic + "-fence-" + std::to_string(round);
         auto pc = wire_client::open(port);
@@ -1395,44 +1451,48 @@ struct verifier {
         opened.clear();
         ac.reset();
 
-        // 5. No cursor behind the retention floor (internalStats).
-        check_internal_stats();
+        // 5. Retention: every subscription is acked through the fence, so one trim (POST .../trim,
+        // what the periodic pass does) must bring the first retained entry to exactly fence + 1,
+        // and no cursor may be behind it (internalStats).
+        std::pair<int, std::string> t;
+        for (int attempt = 0; attempt < 3 && t.first != 204; ++attempt) {
+            t = http_request(http_port, "POST", admin_path(m.topic) + "/trim", "");
+        }
+        if (t.first != 204) {
+            violation(m.topic + ": trim answered " + std::to_string(t.first));
+        }
+        check_internal_stats(fence + 1);
     }
 
     // Parses "ledgers":[{"ledgerId":L,"entries":N,"firstEntry":F,...}] and every cursor's
     // "markDeletePosition":"L:E" from internalStats: every cursor's E + 1 >= the first
-    // retained entry.
-    void check_internal_stats() {
+    // retained entry F (no cursor behind the retention floor). Run right after a restart, while
+    // the cursors lag (the audit acks nothing during the load), and after the verification's
+    // trim, when `expect_first` (every cursor acked through the fence) must be F exactly.
+    // Returns F (-1 when unknown).
+    long long check_internal_stats(std::optional<long long> expect_first = std::nullopt) {
         std::pair<int, std::string> r;
         for (int attempt = 0; attempt < 3 && r.first != 200; ++attempt) {
             r = http_request(http_port, "GET", admin_path(m.topic) + "/internalStats", "");
         }
         if (r.first != 200) {
             violation(m.topic + ": internalStats answered " + std::to_string(r.first));
-            return;
+            return -1;
         }
-        const auto& s = r.second;
-        const auto fe = s.find("\"firstEntry\":");
-        if (fe == std::string::npos) {
-            violation("internalStats without firstEntry: " + s.substr(0, 200));
-            return;
+        long long first = -1;
+        for (auto& v : floor_violations(r.second, first)) {
+            violation(m.topic + ": " + v);
         }
-        const long long first = std::strtoll(s.c_str() + fe + 13, nullptr, 10);
-        std::size_t at = 0;
-        int cursors = 0;
-        while ((at = s.find("\"markDeletePosition\":\"", at)) != std::string::npos) {
-            at += 22;
-            const auto colon = s.find(':', at);
-            const long long e = std::strtoll(s.c_str() + colon + 1, nullptr, 10);
-            ++cursors;
-            if (e + 1 < first) {
-                violation("a cursor's markDeletePosition " + s.substr(at, s.find('"', at) - at) +
-                          " is behind the first retained entry " + std::to_string(first));
-            }
+        if (first < 0) {
+            return -1;
         }
-        if (cursors == 0) {
-            violation("internalStats lists no cursor");
+        m.first_entry = first;
+        if (expect_first && first != *expect_first) {
+            violation(m.topic + ": every subscription acked through " +
+                      std::to_string(*expect_first - 1) + " and trimmed, but the first retained " +
+                      "entry is " + std::to_string(first));
         }
+        return first;
     }
 };
 
@@ -1524,12 +1584,29 @@ int main(int argc, char** argv) {
     mf.subs["flex-sub"].name = "flex-sub";
     mf.subs["flex-sub"].type = 1;
     std::printf("pulsar-flex load: %s\n", flex ? flex_script.c_str() : "off (no node / pulsar-flex)");
-    broker_process broker(nereus, data, log);
+    // Retention active (Pulsar's defaults 0/0: acked data is deleted) with a pass every
+    // second, so trims run while the load runs and the floor checks (during the load, after each
+    // restart, and after the verification's trim) have something to catch.
+    const std::string config = work + "/broker.conf";
+    {
+        std::FILE* f = std::fopen(config.c_str(), "w");
+        if (f == nullptr) {
+            std::fprintf(stderr, "campaign: cannot write %s\n", config.c_str());
+            return 2;
+        }
+        std::fputs("defaultRetentionTimeInMinutes=0\n"
+                   "defaultRetentionSizeInMB=0\n"
+                   "retentionCheckIntervalInSeconds=1\n",
+                   f);
+        std::fclose(f);
+    }
+    broker_process broker(nereus, data, log, config);
     const auto t0 = clock_type::now();
     std::uint64_t total_violations = 0;
     std::uint64_t total_receipts = 0;
     std::uint64_t total_acks = 0;
     std::uint64_t recovery_kills = 0;
+    std::uint64_t live_checks = 0;  // internalStats floor checks during the load
     int exit_code = 0;
 
     // Round 0 creates the subscriptions (and the audit) before any message.
@@ -1591,7 +1668,34 @@ int main(int argc, char** argv) {
         }
         const auto run_for = std::chrono::milliseconds(
             min_run_ms + static_cast<int>(rng() % static_cast<std::uint64_t>(max_run_ms - min_run_ms + 1)));
-        std::this_thread::sleep_for(run_for);
+        // While the load runs (and the periodic retention pass trims): internalStats of each
+        // topic every ~200 ms, checked against the retention floor. A trim that passed a cursor
+        // shows here; a restart would repair it (the ledger's open advances such a cursor).
+        std::vector<std::string> live;
+        const auto kill_at = clock_type::now() + run_for;
+        while (clock_type::now() < kill_at) {
+            for (const model* tm : {&m, &mf}) {
+                if (tm->flex && !flex) {
+                    continue;
+                }
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    kill_at - clock_type::now());
+                if (left.count() <= 0) {
+                    break;
+                }
+                auto r = http_request(broker.http_port(), "GET",
+                                      admin_path(tm->topic) + "/internalStats", "", left);
+                if (r.first == 200) {
+                    long long first = -1;
+                    for (auto& v : floor_violations(r.second, first)) {
+                        live.push_back(tm->topic + " (during the load): " + v);
+                    }
+                    ++live_checks;
+                }
+            }
+            std::this_thread::sleep_for(
+                std::min<clock_type::duration>(200ms, kill_at - clock_type::now()));
+        }
         const pid_t pid = broker.pid();
         const double uptime = broker.kill();
         // Workers see the connection end; whatever they read was sent before the kill.
@@ -1674,6 +1778,7 @@ int main(int argc, char** argv) {
             v.violations.insert(v.violations.end(), vf.violations.begin(), vf.violations.end());
             v.fatal = vf.fatal;
         }
+        v.violations.insert(v.violations.begin(), live.begin(), live.end());
         total_violations += v.violations.size();
         std::printf("kill %d: pid %d uptime %.2fs receipts %llu acks %llu violations %zu%s\n",
                     k, static_cast<int>(pid), uptime, static_cast<unsigned long long>(receipts),
@@ -1698,6 +1803,12 @@ int main(int argc, char** argv) {
     }
     std::printf("operations: %s; recovery kills %llu\n", ops.c_str(),
                 static_cast<unsigned long long>(recovery_kills));
+    std::printf("retention: first retained entry %s %lld", m.topic.c_str(), m.first_entry);
+    if (flex) {
+        std::printf(", %s %lld", mf.topic.c_str(), mf.first_entry);
+    }
+    std::printf(" (trimmed below it); floor checks during the load %llu\n",
+                static_cast<unsigned long long>(live_checks));
     std::printf("kills=%d violations=%llu receipts=%llu acks=%llu seconds=%.1f\n", kills,
                 static_cast<unsigned long long>(total_violations),
                 static_cast<unsigned long long>(total_receipts),

@@ -149,6 +149,8 @@ json::object internal_stats(broker::topic& t) {
     // incarnation).
     ledger["firstEntry"] = d.first_entry;
     ledger["end"] = d.end;
+    // Nereus: the first entry still on disk (retention deletes whole segments only).
+    ledger["firstStoredEntry"] = d.first_stored;
     o["ledgers"] = json::array{std::move(ledger)};
     // Pulsar's compactedLedger (-1 when the topic has no compacted view); Nereus: the view is
     // a snapshot object, named here, and its horizon (doc/compaction.md).

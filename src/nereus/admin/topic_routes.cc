@@ -62,8 +62,9 @@ std::optional<http_response> create_partitions(admin_context& ctx,
 }
 
 // Deletes one non-partitioned topic through the registry: 412 while it has producers or
-// consumers unless `force` (then its consumers are disconnected first; producers find the
-// topic gone at their next send). Durable before it returns.
+// consumers unless `force` (then the topic is marked lost and its clients closed through the
+// "lost ownership" path: CLOSE_CONSUMER and CLOSE_PRODUCER, before the delete; a send arriving
+// after that gets an error or is dropped, never receipted). Durable before it returns.
 std::optional<http_response> delete_one(admin_context& ctx, const std::string& full, bool force) {
     bool busy = false;
     auto r = ctx.topics.remove(full, [&](const std::shared_ptr<broker::topic>& t) -> result<void> {
@@ -79,8 +80,9 @@ std::optional<http_response> delete_one(admin_context& ctx, const std::string& f
             busy = true;
             return nereus::error(proto::error_kind::consumer_busy);
         }
-        for (const auto& s : subs) {
-            s->disconnect_consumers();
+        if (force) {
+            t->mark_lost();
+            t->close_clients();
         }
         return {};
     });
@@ -288,6 +290,37 @@ void add_topic_routes(router& r, admin_context& ctx) {
               }
               if (auto e = delete_one(ctx, name->full(), req.flag("force"))) {
                   return *e;
+              }
+              return no_content();
+          });
+
+    // ---- retention ----
+    // Pulsar's trimTopic: one retention pass on the topic now, as the periodic pass does every
+    // retentionCheckIntervalInSeconds (data below every durable subscription's mark-delete
+    // position and outside the retention policy goes; doc/ledger.md). 204 once durable.
+    r.add("POST", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/trim",
+          [&ctx](const http_request&, const path_params& p) {
+              auto name = topic_from(ctx, p);
+              if (!name) {
+                  return name.error();
+              }
+              auto n = broker::partition_count(ctx.backend, *name);
+              if (!n) {
+                  return error_from(n.error());
+              }
+              if (*n > 0) {
+                  return error_response(412, "Topic is partitioned: trim a partition");
+              }
+              auto t = ctx.topics.open(*name, false);
+              if (!t) {
+                  return error_from(t.error());
+              }
+              auto r = (*t)->store().trim();
+              if (!r) {
+                  if (r.error() == std::errc::operation_not_supported) {
+                      return error_response(405, "This backend keeps every entry (no trim)");
+                  }
+                  return error_from(r.error());
               }
               return no_content();
           });

@@ -52,6 +52,22 @@ setter unsigned_in(T standalone_options::*field, std::uint64_t lo, std::uint64_t
     };
 }
 
+template <class T>
+setter signed_in(T standalone_options::*field, std::int64_t lo, std::int64_t hi) {
+    return [=](std::string_view v, standalone_options& o) -> std::string {
+        std::int64_t n = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc{} || end != v.data() + v.size()) {
+            return fmt::format("'{}' is not an integer", v);
+        }
+        if (n < lo || n > hi) {
+            return fmt::format("{} is outside {}..{}", n, lo, hi);
+        }
+        o.*field = static_cast<T>(n);
+        return {};
+    };
+}
+
 setter text(std::string standalone_options::*field, bool allow_empty) {
     return [=](std::string_view v, standalone_options& o) -> std::string {
         if (v.empty() && !allow_empty) {
@@ -116,6 +132,12 @@ const std::map<std::string, setter, std::less<>>& keys() {
         {"brokerShutdownTimeoutMs", unsigned_in(&standalone_options::stop_timeout_ms, 0, 600'000)},
         {"dispatcherMaxReadBatchSize", unsigned_in(&standalone_options::dispatch_batch, 1, 10'000)},
         {"statsUpdateFrequencyInSecs", unsigned_in(&standalone_options::stats_interval_s, 1, 3600)},
+        {"defaultRetentionTimeInMinutes",
+         signed_in(&standalone_options::retention_time_minutes, -1, 1'000'000'000)},
+        {"defaultRetentionSizeInMB",
+         signed_in(&standalone_options::retention_size_mb, -1, 1'000'000'000)},
+        {"retentionCheckIntervalInSeconds",
+         unsigned_in(&standalone_options::retention_check_interval_s, 1, 86'400)},
     };
     return k;
 }

@@ -360,9 +360,22 @@ public:
 
     topic_details details() const override {
         const auto info = l_->info();
-        return topic_details{info.ledger_id, info.start, info.end};
+        return topic_details{info.ledger_id, info.start, info.end, info.physical_first};
     }
     const std::shared_ptr<ledger::managed_ledger>& ledger() const { return l_; }
+
+    // Serialised with close() (close_mu_): the stores stay open for the whole trim.
+    result<std::uint64_t> trim() override {
+        std::lock_guard lock(close_mu_);
+        if (closed_) {
+            return nereus::error(ledger::errc::closed);
+        }
+        auto r = l_->trim();
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        return r->start_after;
+    }
 
     // Idempotent: the server closes its open topics at stop, the backend every topic at close.
     // Shared ownership: the ledger closes (cursors flushed, its owner key released), the
@@ -469,7 +482,48 @@ public:
         }
         session_ = *session;
         keeper_ = std::thread([this] { keep_alive_loop(); });
+        if (options_.retention_interval.count() > 0) {
+            retainer_ = std::thread([this] { retention_loop(); });
+        }
         return {};
+    }
+
+    // One trim per open topic, serialised with close() and delete_topic() (retention_mu_), so a
+    // pass never runs on a ledger whose stores are being torn down.
+    retention_pass_report run_retention() override {
+        const std::lock_guard pass(retention_mu_);
+        retention_pass_report rep;
+        std::vector<std::pair<std::string, std::shared_ptr<ledger_topic>>> topics;
+        {
+            std::lock_guard lock(mu_);
+            if (closed_) {
+                return rep;
+            }
+            for (const auto& [n, t] : topics_) {
+                topics.emplace_back(n, t);
+            }
+        }
+        for (const auto& [n, t] : topics) {
+            if (t->ownership_lost()) {
+                continue;
+            }
+            const auto before = t->ledger()->info().start;
+            ++rep.topics;
+            auto r = t->trim();
+            if (!r) {
+                // A closed or fenced ledger (deleted, lost) is not an error of the pass.
+                if (r.error() == make_error_code(ledger::errc::closed) ||
+                    r.error() == make_error_code(ledger::errc::owner_fenced)) {
+                    continue;
+                }
+                ++rep.errors;
+                NEREUS_LOG(broker_log(), warn, "retention pass: trim failed topic={} error={}", n,
+                           r.error().message());
+                continue;
+            }
+            rep.trimmed += *r > before ? *r - before : 0;
+        }
+        return rep;
     }
 
     result<std::shared_ptr<topic_store>> open_topic(const std::string& name, bool create) override {
@@ -483,8 +537,7 @@ public:
         if (shared()) {
             return open_shared_locked(name, create);
         }
-        ledger::ledger_options lo;
-        lo.create_if_missing = create && options_.auto_create;
+        auto lo = ledger_options(create);
         auto l = ledger::managed_ledger::open_writable(
             ledger::ledger_env{meta_, objects_.get(), streams_.get(), session_}, name, lo);
         if (!l) {
@@ -492,6 +545,10 @@ public:
                 return nereus::error(proto::error_kind::topic_not_found);
             }
             return nereus::error(l.error());
+        }
+        if (auto r = apply_retention(**l); !r) {
+            (void)(*l)->close();
+            return nereus::error(r.error());
         }
         auto t = std::make_shared<ledger_topic>(name, std::move(*l), streams_.get());
         topics_.emplace(name, t);
@@ -523,6 +580,7 @@ public:
     // topic is gone from here on), then the cursor tombstones and the stream. A crash after the
     // multi leaves only unreferenced keys / a stream whose id is never reused.
     result<void> delete_topic(const std::string& name) override {
+        const std::lock_guard pass(retention_mu_);
         auto opened = open_topic(name, false);
         if (!opened) {
             return nereus::error(opened.error());
@@ -689,6 +747,10 @@ public:
         if (keeper_.joinable()) {
             keeper_.join();
         }
+        if (retainer_.joinable()) {
+            retainer_.join();
+        }
+        const std::lock_guard pass(retention_mu_);  // an admin-triggered pass finishes first
         result<void> first;
         for (auto& [n, t] : topics) {
             if (auto r = t->close(); !r && first) {
@@ -758,6 +820,47 @@ public:
     }
 
 private:
+    ledger::ledger_options ledger_options(bool create) const {
+        ledger::ledger_options lo;
+        lo.create_if_missing = create && options_.auto_create;
+        lo.retention.time_ms = options_.retention_time_ms;
+        lo.retention.size_bytes = options_.retention_size_bytes;
+        lo.fault_hook = options_.ledger_fault_hook;
+        return lo;
+    }
+
+    // The broker's retention settings apply to every topic (Pulsar: the broker default): a
+    // topic created under other settings gets its root's policy rewritten (durable), its
+    // backlog limit kept.
+    result<void> apply_retention(ledger::managed_ledger& l) {
+        auto want = l.info().retention;
+        if (want.time_ms == options_.retention_time_ms &&
+            want.size_bytes == options_.retention_size_bytes) {
+            return {};
+        }
+        want.time_ms = options_.retention_time_ms;
+        want.size_bytes = options_.retention_size_bytes;
+        return l.set_retention(want);
+    }
+
+    void retention_loop() {
+        std::unique_lock lock(stop_mu_);
+        for (;;) {
+            if (stop_cv_.wait_for(lock, options_.retention_interval,
+                                  [this] { return is_closed(); })) {
+                return;
+            }
+            lock.unlock();
+            const auto rep = run_retention();
+            if (rep.trimmed > 0 || rep.errors > 0) {
+                NEREUS_LOG(broker_log(), info,
+                           "retention pass: topics={} entries trimmed={} errors={}", rep.topics,
+                           rep.trimmed, rep.errors);
+            }
+            lock.lock();
+        }
+    }
+
     void keep_alive_loop() {
         std::unique_lock lock(stop_mu_);
         auto next = std::chrono::steady_clock::now();
@@ -918,10 +1021,15 @@ private:
         std::shared_ptr<storage::stream_store> streams(std::move(*st));
         retired_streams_.push_back(streams);
         // 3. The seed's writable-open sequence on it.
-        ledger::ledger_options lo;
-        lo.create_if_missing = create && options_.auto_create;
+        auto lo = ledger_options(create);
         auto l = ledger::managed_ledger::open_writable(
             ledger::ledger_env{meta_, objects_.get(), streams.get(), session_}, name, lo);
+        if (l) {
+            if (auto r = apply_retention(**l); !r) {
+                (void)(*l)->close();
+                l = nereus::error(r.error());
+            }
+        }
         if (!l) {
             (void)streams->close();
             release();
@@ -998,6 +1106,8 @@ private:
     std::vector<std::string> lost_;                              // guarded by lost_mu_
     std::function<void(const std::string&)> lost_handler_;      // guarded by lost_mu_
     std::thread keeper_;
+    std::thread retainer_;     // the periodic retention pass (retention_interval > 0)
+    std::mutex retention_mu_;  // one pass at a time; close() and delete_topic() wait for it
     std::mutex stop_mu_;
     std::condition_variable stop_cv_;
 

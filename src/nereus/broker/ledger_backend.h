@@ -27,8 +27,12 @@
 #include "nereus/base/result.h"
 #include "nereus/broker/topic_backend.h"
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace nereus {
 class file_system;
@@ -51,6 +55,28 @@ struct ledger_backend_options {
     // file system; `meta` (borrowed, must outlive the backend) replaces RocksDB at D/meta.
     std::shared_ptr<file_system> fs;
     meta::store* meta = nullptr;
+
+    // Retention (doc/configuration.md, doc/ledger.md "Retention"), Pulsar's semantics: data
+    // every durable subscription acked (below the slowest cursor's mark-delete position, or
+    // everything when the topic has no subscription) is deleted once it is older than
+    // `retention_time_ms` OR outside the newest `retention_size_bytes`; -1 = unlimited for that
+    // rule. The defaults (0, 0) are Pulsar's: acked data goes at the next retention pass. Every
+    // topic opened gets this policy (written to its retention root when it differs).
+    std::int64_t retention_time_ms = 0;
+    std::int64_t retention_size_bytes = 0;
+    // The periodic retention pass: every this often, one ledger trim per open topic
+    // (managed_ledger::trim: protection floor, PROTECTION_PENDING and reservations respected,
+    // crash-safe). Zero: no periodic pass (run_retention() still works).
+    std::chrono::milliseconds retention_interval{0};
+    // Tests: the ledgers' persistence-step hook (ledger::ledger_options::fault_hook).
+    std::function<bool(std::string_view)> ledger_fault_hook;
+};
+
+// What one retention pass did.
+struct retention_pass_report {
+    std::size_t topics = 0;          // topics the pass ran on
+    std::uint64_t trimmed = 0;       // entries below the new first entries (logical)
+    std::size_t errors = 0;          // topics whose trim failed (logged; retried next pass)
 };
 
 class ledger_backend : public topic_backend {
@@ -58,6 +84,10 @@ public:
     // Opens (creating) the stores under data_dir and an owner session.
     // Errors: the stores' open errors (e.g. io_error when another process holds the directory).
     [[nodiscard]] static result<std::unique_ptr<ledger_backend>> open(ledger_backend_options o);
+
+    // One retention pass now over every open topic (what the periodic pass runs). Blocking;
+    // durable when it returns (each topic's trim is). Not on a storage or metadata thread.
+    virtual retention_pass_report run_retention() = 0;
 
     // Closes every opened ledger, the session and the stores. Idempotent.
     virtual result<void> close() = 0;

@@ -36,6 +36,12 @@ struct standalone_options {
     std::uint32_t stop_timeout_ms = 5'000;
     std::uint32_t dispatch_batch = 256;
     std::uint32_t stats_interval_s = 60;  // admin stats' rates: counters sampled this often
+    // Retention (Pulsar's defaultRetentionTimeInMinutes / defaultRetentionSizeInMB, -1 =
+    // unlimited; 0/0: data acked by every subscription is deleted) and the period of the
+    // retention pass (retentionCheckIntervalInSeconds). doc/configuration.md.
+    std::int64_t retention_time_minutes = 0;
+    std::int64_t retention_size_mb = 0;
+    std::uint32_t retention_check_interval_s = 120;
 };
 
 class server;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bitset>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace nereus::broker {
 
@@ -365,8 +366,20 @@ void subscription::on_read_done(std::uint64_t epoch, result<std::vector<dispatch
         return;
     }
     if (!r) {
-        NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}", name_,
-                   r.error().message());
+        // A read error is never taken for the end of the topic: nothing was delivered or
+        // skipped (the cursor's read position did not move), and the read is retried after a
+        // pause, so the consumers get the entries once the fault clears without waiting for
+        // the next append or permit.
+        NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}; retrying in 1 s",
+                   name_, r.error().message());
+        auto retry = std::make_shared<boost::asio::steady_timer>(ex_, std::chrono::seconds(1));
+        retry->async_wait([self = shared_from_this(), retry](const boost::system::error_code& ec) {
+            if (ec) {
+                return;
+            }
+            std::lock_guard relock(self->mu_);
+            self->dispatch_locked();
+        });
         return;
     }
     if (r->empty() && !again) {

@@ -42,7 +42,8 @@ std::string topic::generate_name() {
 
 result<producer_grant> topic::add_producer(std::optional<std::string> name,
                                            access_mode mode,
-                                           std::function<void()> on_granted) {
+                                           std::function<void()> on_granted,
+                                           std::function<void()> on_closed) {
     std::lock_guard lock(mu_);
     if (mode == access_mode::exclusive_with_fencing) {
         return nereus::error(proto::error_kind::not_allowed);
@@ -77,7 +78,8 @@ result<producer_grant> topic::add_producer(std::optional<std::string> name,
             if (!producers_.empty()) {
                 g.token = next_token_++;
                 g.ready = false;
-                waiters_.push_back({g.token, g.name, std::move(on_granted)});
+                waiters_.push_back(
+                    {g.token, g.name, std::move(on_granted), std::move(on_closed)});
                 return g;
             }
             break;
@@ -85,8 +87,32 @@ result<producer_grant> topic::add_producer(std::optional<std::string> name,
             break;
     }
     g.token = next_token_++;
-    producers_.emplace(g.token, producer_entry{g.name, mode});
+    producers_.emplace(g.token, producer_entry{g.name, mode, std::move(on_closed)});
     return g;
+}
+
+void topic::close_clients() {
+    std::vector<std::function<void()>> closers;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& [t, p] : producers_) {
+            (void)t;
+            if (p.on_closed) {
+                closers.push_back(p.on_closed);
+            }
+        }
+        for (const auto& w : waiters_) {
+            if (w.on_closed) {
+                closers.push_back(w.on_closed);
+            }
+        }
+    }
+    for (const auto& c : closers) {
+        c();
+    }
+    for (const auto& s : open_subscriptions()) {
+        s->disconnect_consumers();
+    }
 }
 
 void topic::remove_producer(std::uint64_t token) {
@@ -100,7 +126,8 @@ void topic::remove_producer(std::uint64_t token) {
         if (producers_.empty() && !waiters_.empty()) {
             auto w = std::move(waiters_.front());
             waiters_.pop_front();
-            producers_.emplace(w.token, producer_entry{w.name, access_mode::wait_for_exclusive});
+            producers_.emplace(w.token, producer_entry{w.name, access_mode::wait_for_exclusive,
+                                                       std::move(w.on_closed)});
             grant = std::move(w.on_granted);
         }
     }
@@ -300,6 +327,9 @@ result<void> topic_registry::remove(
         }
     }
     if (auto r = backend_.delete_topic(full); !r) {
+        if (t && t->lost()) {
+            topics_.erase(full);  // its clients were sent away: a later open starts afresh
+        }
         return r;
     }
     topics_.erase(full);
@@ -320,9 +350,7 @@ void topic_registry::release_lost(const std::string& full) {
         return;
     }
     t->mark_lost();
-    for (const auto& s : t->open_subscriptions()) {
-        s->disconnect_consumers();
-    }
+    t->close_clients();
     NEREUS_LOG(broker_log(), warn, "topic lost (ownership gone): {}; clients disconnected", full);
 }
 

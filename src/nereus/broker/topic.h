@@ -76,10 +76,13 @@ public:
     topic_store& store() { return *store_; }
 
     // Registers a producer. `on_granted` runs (any thread, topic mutex not held) when a queued
-    // WaitForExclusive producer becomes the exclusive one. Errors: producer_busy, not_allowed.
+    // WaitForExclusive producer becomes the exclusive one; `on_closed` when the broker closes
+    // the producer (close_clients: ownership lost, forced delete) — its connection then sends
+    // CLOSE_PRODUCER and removes it. Errors: producer_busy, not_allowed.
     [[nodiscard]] result<producer_grant> add_producer(std::optional<std::string> name,
                                                       access_mode mode,
-                                                      std::function<void()> on_granted);
+                                                      std::function<void()> on_granted,
+                                                      std::function<void()> on_closed = {});
     void remove_producer(std::uint64_t token);
 
     // Appends (durable completion, any thread) and wakes the subscriptions' dispatchers.
@@ -106,17 +109,24 @@ public:
     // closed after their next send error, consumers are disconnected (they look it up again).
     void mark_lost() { lost_.store(true); }
     bool lost() const { return lost_.load() || store_->ownership_lost(); }
+    // Tells every client to go (the "lost ownership" close path, also a forced delete):
+    // consumers get CLOSE_CONSUMER, producers and queued WaitForExclusive producers
+    // CLOSE_PRODUCER (each from its own connection's strand, after its in-flight sends were
+    // answered in order). Non-blocking; call mark_lost() first so that nothing more appends.
+    void close_clients();
     std::uint64_t bytes_in() const { return bytes_in_.load(); }
 
 private:
     struct producer_entry {
         std::string name;
         access_mode mode = access_mode::shared;
+        std::function<void()> on_closed;
     };
     struct waiter {
         std::uint64_t token = 0;
         std::string name;
         std::function<void()> on_granted;
+        std::function<void()> on_closed;
     };
     std::string generate_name();
     void notify_subscriptions();
@@ -165,15 +175,15 @@ public:
     std::vector<std::string> topics_in_namespace(const std::string& ns) const;
     // Closes every open topic's store (graceful stop).
     void close_all();
-    // The backend lost `full` (topic_backend::set_lost_handler): forgets the topic and
-    // disconnects its consumers (CLOSE_CONSUMER); producers get CLOSE_PRODUCER after the send
-    // error of their next append. Non-blocking.
+    // The backend lost `full` (topic_backend::set_lost_handler): forgets the topic and closes
+    // its clients (topic::close_clients: CLOSE_CONSUMER, CLOSE_PRODUCER). Non-blocking.
     void release_lost(const std::string& full);
 
     // Admin API: the backend, the open topics, and deleting a topic. remove() holds the
     // registry lock throughout (no open() races it): `prepare` gets the open topic (nullptr
     // when not open) and may refuse (its error is returned, nothing changed); then the backend
-    // deletes the topic durably and the registry forgets it.
+    // deletes the topic durably and the registry forgets it (also when the delete failed
+    // after `prepare` marked the topic lost: a later open makes a fresh one).
     topic_backend& backend() const { return backend_; }
     std::vector<std::shared_ptr<topic>> open_topics() const;
     [[nodiscard]] result<void> remove(

@@ -127,8 +127,10 @@ struct cursor_details {
 // A topic's stored range (internalStats).
 struct topic_details {
     std::uint64_t ledger_id = 0;
-    std::uint64_t first_entry = 0;  // first readable entry
+    std::uint64_t first_entry = 0;  // first readable entry (raised by retention trims)
     std::uint64_t end = 0;          // next entry id an append gets
+    // First entry still stored: trims delete whole segments, so it may lie below first_entry.
+    std::uint64_t first_stored = 0;
 };
 
 // One subscription's cursor (durable or not).
@@ -220,6 +222,15 @@ public:
     virtual std::optional<last_entry_info> last_entry() const = 0;
     // Admin: the stored range (internalStats).
     virtual topic_details details() const = 0;
+
+    // Retention (doc/ledger.md "Retention"): one trim pass now — data below the protection
+    // floor (the slowest durable cursor's mark-delete position, cursors being created and
+    // backward resets included) and outside the retention policy goes; whole stored segments
+    // below it are deleted. Durable when it returns. Returns the first readable entry after it.
+    // The in-memory test backend keeps everything: std::errc::operation_not_supported.
+    [[nodiscard]] virtual result<std::uint64_t> trim() {
+        return nereus::error(std::errc::operation_not_supported);
+    }
 
     // Flushes and releases the topic (graceful stop).
     [[nodiscard]] virtual result<void> close() = 0;

@@ -37,6 +37,37 @@ TEST_F(AdminTest, TopicStatsCountsProducersSubscriptionsAndMessages) {
     EXPECT_EQ(s.at("isDurable"), true);
 }
 
+TEST_F(AdminTest, TrimShowsTheTrimmedFirstEntryInInternalStatsBacklogUnaffected) {
+    auto p = wire();
+    ASSERT_TRUE(create_producer(*p, topic, 0));
+    auto c = wire();
+    ASSERT_TRUE(subscribe(*c, topic, "slow", 0, 100));
+    auto c2 = wire();
+    ASSERT_TRUE(subscribe(*c2, topic, "fast", 1, 100));
+    ASSERT_EQ(produce(*p, 0, 10), 10);
+    auto got = receive(*c, 10);
+    ASSERT_EQ(got.size(), 10U);
+    ASSERT_EQ(receive(*c2, 10).size(), 10U);
+    ASSERT_TRUE(ack(*c2, 1, got[9].ledger_id, 9, /*cumulative=*/true));  // fast: all
+    ASSERT_TRUE(ack(*c, 0, got[3].ledger_id, 3, /*cumulative=*/true));   // slow: 0..3
+    EXPECT_EQ(status("POST", base + "/trim"), 204U);
+    auto r = http_->get(base + "/internalStats");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200U);
+    const auto v = r->json();
+    const auto& ledger = v.at("ledgers").as_array().at(0);
+    EXPECT_EQ(ledger.at("firstEntry"), 4);  // the slowest subscription's mark-delete + 1
+    EXPECT_EQ(ledger.at("end"), 10);
+    EXPECT_LE(ledger.at("firstStoredEntry").as_int64(), 4);  // whole segments only
+    EXPECT_EQ(v.at("numberOfEntries"), 6);
+    EXPECT_EQ(std::string(v.at("cursors").at("slow").at("markDeletePosition").as_string()),
+              std::to_string(got[3].ledger_id) + ":3");
+    auto st = http_->get(base + "/stats")->json();
+    EXPECT_EQ(st.at("subscriptions").at("slow").at("msgBacklog"), 6);
+    EXPECT_EQ(st.at("subscriptions").at("fast").at("msgBacklog"), 0);
+    EXPECT_EQ(status("POST", "/admin/v2/persistent/public/default/missing/trim"), 404U);
+}
+
 TEST_F(AdminTest, MetricsInPrometheusText) {
     auto p = wire();
     ASSERT_TRUE(create_producer(*p, topic, 0));

@@ -81,16 +81,30 @@ TEST_F(AdminTest, DeleteWithActiveClientsNeedsForce) {
     EXPECT_EQ(http_->get(ns_path)->json(), json::array());
 }
 
-TEST_F(AdminTest, ProducerSeesTopicGoneAfterForcedDelete) {
+TEST_F(AdminTest, ForcedDeleteClosesProducersAndConsumers) {
+    const std::string topic = "persistent://public/default/gone";
     auto p = wire();
-    ASSERT_TRUE(create_producer(*p, "persistent://public/default/gone", 0));
+    ASSERT_TRUE(create_producer(*p, topic, 0));
     ASSERT_EQ(produce(*p, 0, 2), 2);
+    auto c = wire();
+    ASSERT_TRUE(subscribe(*c, topic, "s", 7, 10));
     EXPECT_EQ(status("DELETE", topic_path("gone")), 412U);
     EXPECT_EQ(status("DELETE", topic_path("gone") + "?force=true"), 204U);
-    // The next send is refused, never receipted.
-    p->send_message(0, 10, "late");
-    auto e = p->expect(command_type::send_error);
-    EXPECT_TRUE(e);
+    // Both are told to go at once (the "lost ownership" close path), without sending anything.
+    auto cp = p->expect(command_type::close_producer);
+    ASSERT_TRUE(cp) << "the producer was not closed";
+    EXPECT_EQ(cp->cmd.close_producer().producer_id(), 0U);
+    auto cc = c->expect(command_type::close_consumer);
+    ASSERT_TRUE(cc) << "the consumer was not closed";
+    EXPECT_EQ(cc->cmd.close_consumer().consumer_id(), 7U);
+    EXPECT_EQ(http_->get(ns_path)->json(), json::array());
+    // The client reconnects its producer, as after CLOSE_PRODUCER: the id is free again and the
+    // topic comes back fresh (entry ids from 0).
+    ASSERT_TRUE(create_producer(*p, topic, 0));
+    p->send_message(0, 2, "again");
+    auto r = p->expect(command_type::send_receipt);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->cmd.send_receipt().message_id().entryid(), 0U);
 }
 
 TEST_F(AdminTest, PartitionedTopicCreateMetadataListDelete) {

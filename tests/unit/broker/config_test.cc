@@ -76,6 +76,28 @@ TEST(StandaloneConfig, EmptyFileKeepsDefaultsAndLastOccurrenceWins) {
 }
 
 // Each bad file: an error naming the line, and the options exactly as before.
+TEST(StandaloneConfig, RetentionKeysUsePulsarNamesAndMinusOneIsUnlimited) {
+    standalone_options o;
+    EXPECT_EQ(o.retention_time_minutes, 0);  // Pulsar's defaults: acked data is deleted
+    EXPECT_EQ(o.retention_size_mb, 0);
+    EXPECT_EQ(o.retention_check_interval_s, 120u);
+    auto r = parse_standalone_config(
+        "defaultRetentionTimeInMinutes=-1\n"
+        "defaultRetentionSizeInMB=512\n"
+        "retentionCheckIntervalInSeconds=5\n",
+        "t.conf", o);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(o.retention_time_minutes, -1);
+    EXPECT_EQ(o.retention_size_mb, 512);
+    EXPECT_EQ(o.retention_check_interval_s, 5u);
+    for (const char* bad : {"defaultRetentionTimeInMinutes=-2\n", "defaultRetentionSizeInMB=x\n",
+                            "retentionCheckIntervalInSeconds=0\n"}) {
+        standalone_options b;
+        EXPECT_FALSE(parse_standalone_config(bad, "bad.conf", b)) << bad;
+        EXPECT_EQ(b.retention_time_minutes, 0) << bad;
+    }
+}
+
 TEST(StandaloneConfig, BadInputFailsClosedWithTheLine) {
     struct bad_case {
         const char* text;

@@ -57,6 +57,25 @@ awaitable<void> connection::handle_producer(const proto::frame_view& f) {
         wanted = p.producer_name();
     }
     std::weak_ptr<connection> weak = weak_from_this();
+    // Closed by the broker (topic lost or force-deleted): CLOSE_PRODUCER from this strand; the
+    // producer is forgotten once its in-flight sends were answered (flush_receipts).
+    auto on_closed = [weak, st] {
+        auto self = weak.lock();
+        if (!self) {
+            return;
+        }
+        asio::post(self->strand_, [self, st] {
+            auto it = self->producers_.find(st->id);
+            if (it == self->producers_.end() || it->second != st || st->closing) {
+                return;
+            }
+            st->closing = true;
+            st->t->remove_producer(st->token);
+            self->write_frame(
+                [&](proto::frame_buffer& b) { return self->writer_.close_producer(b, st->id); });
+            self->flush_receipts(st);
+        });
+    };
     auto grant = (*t)->add_producer(wanted, mode, [weak, st, req] {
         auto self = weak.lock();
         if (!self) {
@@ -73,7 +92,7 @@ awaitable<void> connection::handle_producer(const proto::frame_view& f) {
                     b, {req, st->name, -1, std::nullopt, std::nullopt, true});
             });
         });
-    });
+    }, on_closed);
     if (!grant) {
         error_reply(req, grant.error(),
                     grant.error() == make_error_code(proto::error_kind::producer_busy)
