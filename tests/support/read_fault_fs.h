@@ -78,6 +78,7 @@ public:
     result<void> create_dirs(const std::string& p) override { return real_->create_dirs(p); }
     result<void> remove_dir(const std::string& p) override { return real_->remove_dir(p); }
     result<void> sync_dir(const std::string& p) override { return real_->sync_dir(p); }
+    result<void> sync_all(const std::string& p) override { return real_->sync_all(p); }
     result<std::vector<std::string>> list_dir(const std::string& p) override {
         return real_->list_dir(p);
     }
