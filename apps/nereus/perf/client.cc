@@ -667,12 +667,21 @@ asio::awaitable<result<void>> consumer::open(const endpoint& service) {
         co_return error(f.error());
     }
     conn_.start(*this);
+    if (!config_.defer_flow) {
+        start_flow();
+        if (failed()) {
+            co_return error(protocol_error());
+        }
+    }
+    co_return result<void>{};
+}
+
+void consumer::start_flow() {
     if (auto w = conn_.writer().flow(conn_.out(), 0, config_.receiver_queue); !w) {
         fail(fmt::format("encode FLOW: {}", w.error().message()));
-        co_return error(w.error());
+        return;
     }
     conn_.flush();
-    co_return result<void>{};
 }
 
 void consumer::count_payload(std::span<const std::byte> payload, std::uint64_t publish_ms) {

@@ -201,6 +201,7 @@ struct consumer_config {
     std::uint32_t ack_group_max = 1000;
     std::chrono::nanoseconds ack_group_interval{100'000'000};
     bool own_run_only = false;  // produce --consume: only this run's messages count
+    bool defer_flow = false;    // open() sends no FLOW; start_flow() does
 };
 
 class consumer final : public frame_handler {
@@ -209,6 +210,8 @@ public:
     ~consumer() override;
 
     asio::awaitable<result<void>> open(const endpoint& service);
+    // With defer_flow: grants the first receiver_queue permits (after open()).
+    void start_flow();
     // Sends grouped acks every ack_group_interval until close().
     asio::awaitable<void> ack_loop();
     void flush_acks();

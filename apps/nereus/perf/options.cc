@@ -48,6 +48,9 @@ void add_perf_options(CLI::App& cmd, perf_options& o, perf_mode mode) {
                    "Permits per consumer (FLOW); refilled at half")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000000));
+    cmd.add_flag("--defer-flow", o.defer_flow,
+                 "Grant the first permits (FLOW) only once every consumer is subscribed; the "
+                 "consume rate then counts from there");
     cmd.add_option("--ack-group-max", o.ack_group_max, "Most message ids per ACK frame")
         ->capture_default_str()
         ->check(CLI::Range(1, 100000));

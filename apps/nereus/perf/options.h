@@ -49,6 +49,9 @@ struct perf_options {
     std::string subscription_position = "Latest";
     std::string ack = "individual";
     std::uint32_t receiver_queue = 1000;
+    // consume: the first FLOW only once every consumer is subscribed, so the consume rate is
+    // delivery alone, not bounded by how fast thousands of subscriptions open.
+    bool defer_flow = false;
     std::uint32_t ack_group_max = 1000;  // ids per ACK frame (individual)
     double ack_group_ms = 100;
     bool consume = false;  // produce: also consume in this process (end-to-end latency)

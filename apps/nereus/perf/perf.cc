@@ -241,10 +241,22 @@ asio::awaitable<void> session(run_state& s) {
                 cc.ack_group_max = o.ack_group_max;
                 cc.ack_group_interval = to_ns(o.ack_group_ms / 1000);
                 cc.own_run_only = s.producing;
+                cc.defer_flow = o.defer_flow;
                 s.consumers.emplace_back(std::make_unique<consumer>(s.ioc, st, std::move(cc)));
             }
         }
+        const auto open_start = steady::now();
         (void)co_await open_parallel(s, s.consumers);
+        if (!any_consumer_failed(s) && !s.stop) {
+            std::printf("perf consume: %zu consumers subscribed in %.2f s\n", s.consumers.size(),
+                        seconds_between(open_start, steady::now()));
+            std::fflush(stdout);
+        }
+        if (o.defer_flow) {
+            for (auto& c : s.consumers) {
+                c->start_flow();
+            }
+        }
     }
     if (s.producing && !any_consumer_failed(s) && !s.stop) {
         const auto total = static_cast<std::uint32_t>(o.topic_names.size() * o.producers);

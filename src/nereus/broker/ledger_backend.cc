@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace nereus::broker {
@@ -526,8 +527,13 @@ public:
         return rep;
     }
 
+    // Embedded metadata: the ledger's writable open (several synced metadata writes) runs
+    // without mu_, so opens of different topics overlap and their writes share the metadata
+    // store's group commits; a name being opened is busy (opening_) and a second open of it
+    // waits for the first. Shared (ZooKeeper) metadata: the claim sequence runs under mu_.
     result<std::shared_ptr<topic_store>> open_topic(const std::string& name, bool create) override {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
+        opened_cv_.wait(lock, [&] { return closed_ || !opening_.contains(name); });
         if (closed_) {
             return nereus::error(proto::error_kind::unavailable);
         }
@@ -537,20 +543,40 @@ public:
         if (shared()) {
             return open_shared_locked(name, create);
         }
-        auto lo = ledger_options(create);
+        opening_.insert(name);
+        const meta::session_id session = session_;
+        lock.unlock();
+        const auto lo = ledger_options(create);
         auto l = ledger::managed_ledger::open_writable(
-            ledger::ledger_env{meta_, objects_.get(), streams_.get(), session_}, name, lo);
+            ledger::ledger_env{meta_, objects_.get(), streams_.get(), session}, name, lo);
+        std::shared_ptr<ledger_topic> t;
+        std::error_code retention_error;
+        if (l) {
+            if (auto r = apply_retention(**l); !r) {
+                (void)(*l)->close();
+                retention_error = r.error();
+            } else {
+                t = std::make_shared<ledger_topic>(name, std::move(*l), streams_.get());
+            }
+        }
+        lock.lock();
+        opening_.erase(name);
+        opened_cv_.notify_all();
         if (!l) {
             if (l.error() == make_error_code(ledger::errc::topic_not_found)) {
                 return nereus::error(proto::error_kind::topic_not_found);
             }
             return nereus::error(l.error());
         }
-        if (auto r = apply_retention(**l); !r) {
-            (void)(*l)->close();
-            return nereus::error(r.error());
+        if (retention_error) {
+            return nereus::error(retention_error);
         }
-        auto t = std::make_shared<ledger_topic>(name, std::move(*l), streams_.get());
+        if (closed_) {
+            // close() ran meanwhile (it waits for this open before closing the stores).
+            lock.unlock();
+            (void)t->close();
+            return nereus::error(proto::error_kind::unavailable);
+        }
         topics_.emplace(name, t);
         return t;
     }
@@ -736,11 +762,14 @@ public:
     result<void> close() override {
         std::map<std::string, std::shared_ptr<ledger_topic>> topics;
         {
-            std::lock_guard lock(mu_);
+            std::unique_lock lock(mu_);
             if (closed_) {
                 return {};
             }
             closed_ = true;
+            opened_cv_.notify_all();
+            // An open in progress still uses the stores: it ends (and closes its ledger) first.
+            opened_cv_.wait(lock, [&] { return opening_.empty(); });
             topics.swap(topics_);
         }
         stop_cv_.notify_all();
@@ -1114,6 +1143,8 @@ private:
     mutable std::mutex mu_;
     bool closed_ = false;
     std::map<std::string, std::shared_ptr<ledger_topic>> topics_;
+    std::set<std::string> opening_;        // guarded by mu_: embedded opens in progress
+    std::condition_variable opened_cv_;    // an open ended, or close() began
 };
 
 }  // namespace

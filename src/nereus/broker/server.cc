@@ -6,6 +6,7 @@
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -48,6 +49,7 @@ struct server::impl {
 
     mutable std::mutex mu;
     std::list<std::weak_ptr<connection>> connections;  // guarded by mu
+    std::size_t prune_at = 64;                          // guarded by mu: see accept_loop
     bool started = false;
     bool stopped = false;
 };
@@ -73,7 +75,12 @@ asio::awaitable<void> server::impl::accept_loop() {
             if (stopped) {
                 co_return;
             }
-            prune_locked();
+            // Closed connections are pruned once the list doubled since the last prune: a
+            // scan per accept would cost O(connections) each (quadratic with 10,000 clients).
+            if (connections.size() >= prune_at) {
+                prune_locked();
+                prune_at = std::max<std::size_t>(64, 2 * connections.size());
+            }
             connections.push_back(c);
         }
         c->start();

@@ -25,7 +25,7 @@ struct standalone_options {
     std::uint16_t port = 6650;
     std::uint16_t http_port = 8080;  // admin REST (src/nereus/admin), on bind_address
     unsigned io_threads = 4;
-    unsigned blocking_threads = 3;  // topic opens, cursor create/delete/seek/reads
+    unsigned blocking_threads = 16;  // topic opens, cursor create/delete/seek/reads
 
     // Tuning, also settable in the --config file (config.h lists the keys).
     std::string advertised_address;  // host in LOOKUP answers; empty: bind_address

@@ -22,6 +22,8 @@ namespace nereus::ledger {
 namespace {
 
 constexpr int kMaxRetries = 16;
+// Lost id-counter races allowed to one topic creation on top of kMaxRetries (load_registry).
+constexpr int kMaxCounterRaces = 4096;
 
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
     std::uint64_t v = 0;
@@ -248,6 +250,10 @@ result<void> managed_ledger::open_steps() {
 
 result<void> managed_ledger::load_registry() {
     meta::store& m = *env_.meta;
+    // A lost race for the id counter means another topic's creation won it (progress), so it
+    // does not use up an attempt: many topics created at once (each open on its own thread)
+    // each retry about once per creation ahead of them. Bounded all the same.
+    int counter_races = 0;
     for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
         auto g = meta::get_sync(m, keys_.registry);
         if (!g) {
@@ -286,6 +292,9 @@ result<void> managed_ledger::load_registry() {
             }
             if (r && !r->applied && r->failed_op == 2) {
                 return nereus::error(errc::corrupt_record);  // a root without a registry
+            }
+            if (r && !r->applied && r->failed_op == 0 && ++counter_races < kMaxCounterRaces) {
+                --attempt;
             }
             continue;  // re-read: ours, a concurrent creator's, or retry
         }

@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <set>
+#include <thread>
+#include <atomic>
 
 namespace nereus::broker::test {
 namespace {
@@ -298,6 +301,116 @@ TEST_F(LedgerBrokerTest, AckFromBeforeASeekIsStaleAndChangesNothing) {
     const auto fresh = ack(*after);
     ASSERT_TRUE(fresh.has_value()) << fresh.error().message();
     EXPECT_EQ(*fresh, ack_outcome::applied);
+}
+
+// Opens of different topics run concurrently in the backend (their synced metadata writes share
+// group commits). Many topics created at once from several threads each get their own ledger
+// id (the id counter's CAS races are retried), concurrent opens of one name get one topic, and
+// every topic is there again after a restart.
+TEST_F(LedgerBrokerTest, ConcurrentOpensOfManyTopics) {
+    server_->stop();
+    server_.reset();
+    constexpr int threads = 8;
+    constexpr int per_thread = 25;
+    auto name = [](int t, int i) {
+        return "persistent://public/default/many-" + std::to_string(t) + "-" + std::to_string(i);
+    };
+    const std::string common = "persistent://public/default/many-common";
+    std::vector<std::vector<std::shared_ptr<topic_store>>> opened(threads);
+    std::vector<std::shared_ptr<topic_store>> commons(threads);
+    std::vector<std::string> errors(threads);
+    {
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t) {
+            ts.emplace_back([&, t] {
+                for (int i = 0; i < per_thread; ++i) {
+                    if (i == per_thread / 2) {
+                        auto c = backend_->open_topic(common, true);
+                        if (!c) {
+                            errors[t] = common + ": " + c.error().message();
+                            return;
+                        }
+                        commons[t] = *c;
+                    }
+                    auto r = backend_->open_topic(name(t, i), true);
+                    if (!r) {
+                        errors[t] = name(t, i) + ": " + r.error().message();
+                        return;
+                    }
+                    opened[t].push_back(*r);
+                }
+            });
+        }
+        for (auto& th : ts) {
+            th.join();
+        }
+    }
+    std::set<std::uint64_t> ids;
+    for (int t = 0; t < threads; ++t) {
+        ASSERT_EQ(errors[t], "");
+        ASSERT_EQ(opened[t].size(), static_cast<std::size_t>(per_thread));
+        for (int i = 0; i < per_thread; ++i) {
+            EXPECT_EQ(opened[t][i]->name(), name(t, i));
+            ids.insert(opened[t][i]->ledger_id());
+        }
+        EXPECT_EQ(commons[t], commons[0]);  // one open of the shared name
+    }
+    ids.insert(commons[0]->ledger_id());
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(threads * per_thread + 1));
+    opened.clear();
+    commons.clear();
+
+    close();
+    open();
+    auto names = backend_->topic_names();
+    const std::set<std::string> listed(names.begin(), names.end());
+    EXPECT_TRUE(listed.contains(common));
+    for (int t = 0; t < threads; ++t) {
+        for (int i = 0; i < per_thread; ++i) {
+            EXPECT_TRUE(listed.contains(name(t, i))) << name(t, i);
+            auto r = backend_->open_topic(name(t, i), false);
+            ASSERT_TRUE(r.has_value()) << name(t, i) << ": " << r.error().message();
+        }
+    }
+}
+
+// close() while opens are in progress: each open either finished before (and is closed with
+// the backend) or is refused; none fails otherwise, and close() succeeds.
+TEST_F(LedgerBrokerTest, CloseDuringConcurrentOpens) {
+    server_->stop();
+    server_.reset();
+    std::atomic<int> ok{0};
+    std::atomic<int> refused{0};
+    std::atomic<int> other{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) {
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < 50; ++i) {
+                auto r = backend_->open_topic(
+                    "persistent://public/default/closing-" + std::to_string(t) + "-" +
+                        std::to_string(i),
+                    true);
+                if (r) {
+                    ++ok;
+                } else if (r.error() == make_error_code(proto::error_kind::unavailable)) {
+                    ++refused;
+                } else {
+                    ++other;
+                }
+            }
+        });
+    }
+    while (ok.load() == 0 && other.load() == 0) {
+        std::this_thread::yield();
+    }
+    EXPECT_TRUE(backend_->close().has_value());
+    for (auto& th : ts) {
+        th.join();
+    }
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_GT(ok.load(), 0);
+    EXPECT_EQ(ok.load() + refused.load(), 200);
+    backend_.reset();
 }
 
 }  // namespace
