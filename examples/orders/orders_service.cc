@@ -16,7 +16,7 @@
 //              poison order, each confirmed by the broker's receipt.
 //
 // Usage: orders_service [--url pulsar://127.0.0.1:6650] [--orders N] [--prefix NAME]
-//                       [--self-check] [--timeout-s S]
+//                       [--self-check] [--timeout-s S] [--in-process]
 //   default      runs until SIGINT/SIGTERM, then drains (5 s) and prints the shutdown report.
 //   --self-check unique topic names for this run; stops by itself once every order was billed,
 //                every shipment shipped and the poison order dead-lettered (or after
@@ -24,10 +24,18 @@
 //                shipped exactly once, the poison order dead-lettered once, every delivery
 //                accounted for at shutdown. Prints "self-check: ok" and exits 0, or
 //                "self-check: FAILED ..." and exits 1.
+//   --in-process the runtime's in-process test transport (builds with NEREUS_TESTING, as
+//                `make build` has it) on the real clock instead of a broker: the same service,
+//                no network. Without the Pulsar binding compiled in, this is the only mode.
 
 #include "nereus/runtime/codec.h"
-#include "nereus/runtime/pulsar/connect.h"
 #include "nereus/runtime/runtime.h"
+#if NEREUS_RUNTIME_HAS_CLIENT
+#include "nereus/runtime/pulsar/connect.h"
+#endif
+#if NEREUS_TESTING
+#include "nereus/runtime/testing/test_broker.h"
+#endif
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -44,6 +52,8 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -94,6 +104,7 @@ struct settings {
     std::string prefix = "example";
     bool self_check = false;
     int timeout_s = 60;
+    bool in_process = false;
 };
 
 // What the service saw (strand-confined: every handler runs on the one executor).
@@ -129,10 +140,12 @@ settings parse(int argc, char** argv) {
             s.self_check = true;
         } else if (a == "--timeout-s") {
             s.timeout_s = std::atoi(next().c_str());
+        } else if (a == "--in-process") {
+            s.in_process = true;
         } else {
             std::fprintf(stderr,
                          "usage: orders_service [--url URL] [--orders N] [--prefix NAME] "
-                         "[--self-check] [--timeout-s S]\n");
+                         "[--self-check] [--timeout-s S] [--in-process]\n");
             std::exit(2);
         }
     }
@@ -156,7 +169,9 @@ asio::awaitable<void> publish_orders(rt::publisher pub, std::string topic, int n
         if (poison) {
             t.poison_id = o.id;
         }
-        auto id = co_await pub.publish<rt::json_codec<order>>(topic, o, o.customer);
+        // Arguments are named locals: g++ 12 can destroy a temporary inside a co_await twice.
+        std::optional<std::string> key = o.customer;
+        auto id = co_await pub.publish<rt::json_codec<order>>(topic, o, std::move(key));
         if (!id) {
             std::printf("publisher: %s FAILED: %s\n", o.id.c_str(), id.error().message().c_str());
             t.publish_failed = true;
@@ -228,8 +243,12 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
                         o.id.c_str(), o.customer.c_str(), ctx.msg().redelivery_count + 1);
             throw std::invalid_argument("negative amount");
         }
-        auto sent = co_await ctx.publisher_handle().publish<rt::json_codec<shipment>>(
-            shipments_topic, shipment{o.id, o.customer}, o.customer);
+        // Named locals, not temporaries, inside co_await (the g++ 12 trap).
+        const shipment sh{o.id, o.customer};
+        std::optional<std::string> key = o.customer;
+        auto pub = ctx.publisher_handle();
+        auto sent = co_await pub.publish<rt::json_codec<shipment>>(shipments_topic, sh,
+                                                                   std::move(key));
         if (!sent) {
             std::printf("billing: %s: shipment not published (%s), retrying\n", o.id.c_str(),
                         sent.error().message().c_str());
@@ -289,8 +308,9 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
         std::printf("start: %s\n", started.error().message().c_str());
         co_return 1;
     }
-    std::printf("service: started on %s (topics %s, %s)\n", s.url.c_str(), orders_topic.c_str(),
-                shipments_topic.c_str());
+    std::printf("service: started on %s (topics %s, %s)\n",
+                s.in_process ? "the in-process test transport" : s.url.c_str(),
+                orders_topic.c_str(), shipments_topic.c_str());
     auto pub = publish_orders(r.publisher_handle(), orders_topic, s.orders, t);
     asio::co_spawn(ex, std::move(pub), asio::detached);
 
@@ -353,12 +373,30 @@ int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     asio::io_context io;
     auto clk = rt::clock::real(io.get_executor());
-    rt::pulsar::options po;
-    po.service_url = s.url;
-    auto t = rt::pulsar::connect(io.get_executor(), po);
-    if (!t) {
-        std::printf("connect %s: %s\n", s.url.c_str(), t.error().message().c_str());
-        return 1;
+    std::optional<rt::transport> t;
+    if (s.in_process) {
+#if NEREUS_TESTING
+        auto broker = std::make_shared<rt::testing::test_broker>(clk);
+        t.emplace(std::make_shared<rt::testing::test_connection>(broker));
+#else
+        std::printf("--in-process needs a build with NEREUS_TESTING\n");
+        return 2;
+#endif
+    } else {
+#if NEREUS_RUNTIME_HAS_CLIENT
+        rt::pulsar::options po;
+        po.service_url = s.url;
+        auto c = rt::pulsar::connect(io.get_executor(), po);
+        if (!c) {
+            std::printf("connect %s: %s\n", s.url.c_str(), c.error().message().c_str());
+            return 1;
+        }
+        t.emplace(std::move(*c));
+#else
+        std::printf("this build has no Pulsar binding (src/nereus/runtime/pulsar/): use "
+                    "--in-process\n");
+        return 2;
+#endif
     }
     rt::runtime r(io.get_executor(), std::move(*t), clk);
     tally seen;
