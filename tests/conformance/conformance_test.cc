@@ -218,7 +218,8 @@ TEST_P(Conformance, HandlerExceptionCanBeDeclaredDeadLetter) {
     ASSERT_TRUE(a.record(spec_for(t + "-s-DLQ", "dead"), dead));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(a.publish(t, "x"));
-    ASSERT_TRUE(e().wait_for([&] { return dead.got.size() == 1; }));
+    // The dead-letter copy can arrive before the original's ack is confirmed: wait for both.
+    ASSERT_TRUE(e().wait_for([&] { return dead.got.size() == 1 && a->stats("s")->dead_lettered == 1; }));
     EXPECT_EQ(a->stats("s")->dead_lettered, 1U);
 }
 
@@ -915,6 +916,158 @@ TEST_P(Conformance, NoSettlementReachesTheBrokerAfterTheConsumerClosed) {
     e().advance(20'000ms);  // the handler wakes and acks: refused, counted nowhere
     EXPECT_EQ(e().backlog(t, "s"), 1U);
     EXPECT_EQ(a->stats("s")->accounted(), 1U);
+}
+
+// --- what only a live server does (feature live_server) ---------------------------------------
+
+TEST_P(Conformance, KeySharedHashRangesSplitKeysBetweenConsumers) {
+    if (!e().has(feature::live_server)) GTEST_SKIP() << "the server's hash ranges";
+    const auto t = e().topic("ks-ranges");
+    recorder ra, rb;
+    app a(e()), b(e());
+    ASSERT_TRUE(a.record(spec_for(t, "s", subscription_type::key_shared), ra));
+    ASSERT_TRUE(b.record(spec_for(t, "s", subscription_type::key_shared), rb));
+    ASSERT_TRUE(a.start());
+    ASSERT_TRUE(b.start());
+    constexpr int keys = 32;
+    for (int round = 0; round < 2; ++round) {
+        for (int k = 0; k < keys; ++k) {
+            ASSERT_TRUE(a.publish(t, std::to_string(round), "key-" + std::to_string(k)));
+        }
+    }
+    ASSERT_TRUE(e().wait_for([&] { return ra.got.size() + rb.got.size() == 2 * keys; }));
+    e().settle();
+    EXPECT_EQ(ra.got.size() + rb.got.size(), 2U * keys);
+    std::map<std::string, std::vector<std::string>> on_a, on_b;
+    for (const auto& g : ra.got) on_a[*g.key].push_back(g.payload);
+    for (const auto& g : rb.got) on_b[*g.key].push_back(g.payload);
+    for (const auto& [k, v] : on_a) {
+        EXPECT_EQ(on_b.count(k), 0U) << k << " went to both consumers";
+        EXPECT_EQ(v, (std::vector<std::string>{"0", "1"})) << k << " out of order";
+    }
+    for (const auto& [k, v] : on_b) EXPECT_EQ(v, (std::vector<std::string>{"0", "1"})) << k;
+    EXPECT_FALSE(on_a.empty()) << "the server gave every hash range to one consumer";
+    EXPECT_FALSE(on_b.empty()) << "the server gave every hash range to one consumer";
+}
+
+TEST_P(Conformance, SharedServerPicksTheConsumerAndRedeliversToTheOtherOnClose) {
+    if (!e().has(feature::live_server)) GTEST_SKIP() << "the server's pick of a Shared consumer";
+    const auto t = e().topic("shared-pick");
+    int held = 0;
+    recorder rb;
+    auto holder = std::make_unique<app>(e());
+    auto hs = spec_for(t, "s");
+    hs.dispatch = lanes::workers(16);  // every message it gets is in a handler at once
+    ASSERT_TRUE((*holder)->subscribe<raw_codec>(
+        hs, [&held](const std::string&, context& ctx) -> asio::awaitable<outcome> {
+            ++held;
+            co_await ctx.runtime_clock().sleep(600'000ms);  // never settles: ends unsettled
+            co_return outcome::ack();
+        }));
+    app b(e());
+    ASSERT_TRUE(b.record(spec_for(t, "s"), rb));
+    ASSERT_TRUE(holder->start());
+    ASSERT_TRUE(b.start());
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(b.publish(t, "m" + std::to_string(i)));
+    ASSERT_TRUE(e().wait_for([&] { return static_cast<std::size_t>(held) + rb.got.size() == 10; }))
+        << "held " << held << " b " << rb.got.size();
+    EXPECT_GT(held, 0) << "the server gave the holder nothing";
+    EXPECT_GT(rb.got.size(), 0U) << "the server gave b nothing";
+    const auto report = holder->stop(100ms);
+    EXPECT_TRUE(report.balanced());
+    EXPECT_EQ(report.subscriptions.at(0).unsettled, static_cast<std::uint64_t>(held));
+    holder.reset();
+    ASSERT_TRUE(e().wait_for([&] { return b->stats("s")->acked == 10; }))
+        << "acked by b: " << b->stats("s")->acked;
+    const auto payloads = rb.payloads();
+    EXPECT_EQ(std::set<std::string>(payloads.begin(), payloads.end()).size(), 10U);
+}
+
+TEST_P(Conformance, AckTimeoutRedeliversAMessageLeftUnsettled) {
+    if (!e().has(feature::live_server)) GTEST_SKIP() << "the client's ack timeout";
+    const auto t = e().topic("ack-timeout");
+    recorder rec;
+    app a(e());
+    auto s = spec_for(t, "s", subscription_type::shared);
+    s.dispatch = lanes::workers(2);
+    s.ack_timeout = 1000ms;
+    clock_type* clk = &e().clock();
+    ASSERT_TRUE(a->subscribe<raw_codec>(
+        s, [&rec, clk](const std::string&, context& ctx) -> asio::awaitable<outcome> {
+            rec.add(ctx.msg(), clk->now());
+            if (ctx.msg().redelivery_count == 0) co_await ctx.runtime_clock().sleep(4000ms);
+            co_return outcome::ack();
+        }));
+    ASSERT_TRUE(a.start());
+    ASSERT_TRUE(a.publish(t, "m"));
+    ASSERT_TRUE(e().wait_for([&] { return rec.got.size() >= 2; }));
+    EXPECT_EQ(rec.got[0].redelivery, 0U);
+    EXPECT_GE(rec.got[1].redelivery, 1U);
+    EXPECT_EQ(rec.got[1].payload, "m");
+    EXPECT_GE((rec.got[1].at - rec.got[0].at).count(), 900) << "redelivered before the timeout";
+    ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked >= 1; }));
+    EXPECT_EQ(a->stats("s")->nacked, 0U) << "nothing was nacked: the timeout redelivered it";
+}
+
+TEST_P(Conformance, PartitionedTopicDeliversEveryPartitionInKeyOrder) {
+    if (!e().has(feature::live_server)) GTEST_SKIP() << "partitioned topics";
+    const auto t = e().topic("partitioned");
+    ASSERT_TRUE(e().create_partitioned_topic(t, 3));
+    std::map<std::string, std::vector<std::string>> by_key;
+    std::map<std::string, std::set<std::string>> partitions_of_key;
+    app a(e());
+    auto s = spec_for(t, "s", subscription_type::failover);
+    ASSERT_TRUE(a->subscribe<raw_codec>(s, [&](const std::string& p, context& ctx) {
+        by_key[*ctx.msg().key].push_back(p);
+        partitions_of_key[*ctx.msg().key].insert(ctx.msg().topic);
+        return outcome::ack();
+    }));
+    ASSERT_TRUE(a.start());
+    for (int i = 0; i < 4; ++i) {
+        for (int k = 0; k < 8; ++k) {
+            ASSERT_TRUE(a.publish(t, std::to_string(i), "k" + std::to_string(k)));
+        }
+    }
+    ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 32; }));
+    std::set<std::string> used;
+    for (const auto& [k, parts] : partitions_of_key) {
+        EXPECT_EQ(parts.size(), 1U) << k << " on more than one partition";
+        for (const auto& p : parts) {
+            EXPECT_TRUE(p.starts_with(t + "-partition-")) << p;
+            used.insert(p);
+        }
+        EXPECT_EQ(by_key[k], (std::vector<std::string>{"0", "1", "2", "3"})) << k;
+    }
+    EXPECT_EQ(by_key.size(), 8U);
+    EXPECT_GE(used.size(), 2U) << "8 keys all hashed to one partition";
+}
+
+TEST_P(Conformance, MessagesPublishedWhileASubscriptionHasNoConsumerAreKept) {
+    if (!e().has(feature::live_server)) GTEST_SKIP() << "the server's durable subscription";
+    const auto t = e().topic("no-consumer");
+    auto s = spec_for(t, "s", subscription_type::exclusive);
+    s.initial = initial_position::latest;
+    recorder first;
+    {
+        app a(e());
+        ASSERT_TRUE(a.record(s, first));
+        ASSERT_TRUE(a.start());
+        ASSERT_TRUE(a.publish(t, "seen"));
+        ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 1; }));
+        EXPECT_TRUE(a.stop().balanced());
+    }
+    {
+        app producer(e());
+        ASSERT_TRUE(producer.start());
+        for (int i = 0; i < 3; ++i) ASSERT_TRUE(producer.publish(t, "away" + std::to_string(i)));
+    }
+    recorder later;
+    app b(e());
+    ASSERT_TRUE(b.record(s, later));  // initial position latest: the subscription's own wins
+    ASSERT_TRUE(b.start());
+    ASSERT_TRUE(e().wait_for([&] { return later.got.size() == 3; }));
+    e().settle();
+    EXPECT_EQ(later.payloads(), (std::vector<std::string>{"away0", "away1", "away2"}));
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::string>& i) { return i.param; }

@@ -56,6 +56,13 @@ public:
         return 0;
     }
     virtual void fail_next_acks(std::size_t n) { (void)n; }
+    // Only on an env with live_server: creates `topic` (full name) with `partitions` partitions
+    // through the admin API; true when the broker confirmed it.
+    virtual bool create_partitioned_topic(const std::string& topic, int partitions) {
+        (void)topic;
+        (void)partitions;
+        return false;
+    }
 
     // A topic name unique to this test.
     std::string topic(const std::string& base) {

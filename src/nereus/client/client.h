@@ -109,6 +109,19 @@ public:
             token, impl_, std::move(topic));
     }
 
+    // void(result<std::vector<std::string>>): GET_TOPICS_OF_NAMESPACE — the full names of the
+    // persistent topics the broker knows in `ns` ("tenant/namespace"); a partitioned topic
+    // appears as its partitions ("...-partition-N"). What a pattern subscription matches.
+    template <class Token>
+    auto get_topics_of_namespace(std::string ns, Token&& token) const {
+        return asio::async_initiate<Token, void(result<std::vector<std::string>>)>(
+            [](auto h, std::shared_ptr<detail::client_impl> impl, std::string n) {
+                initiate_get_topics_of_namespace(
+                    impl, std::move(n), detail::handler<std::vector<std::string>>(std::move(h)));
+            },
+            token, impl_, std::move(ns));
+    }
+
     // Closes every producer, consumer and reader (each as its close() does), then the
     // connections; void(result<void>).
     template <class Token>
@@ -141,6 +154,9 @@ private:
     static void initiate_get_partitions(const std::shared_ptr<detail::client_impl>& impl,
                                         std::string topic,
                                         detail::handler<std::vector<std::string>> h);
+    static void initiate_get_topics_of_namespace(
+        const std::shared_ptr<detail::client_impl>& impl, std::string ns,
+        detail::handler<std::vector<std::string>> h);
     static void initiate_close(const std::shared_ptr<detail::client_impl>& impl,
                                detail::handler<void> h);
 

@@ -92,6 +92,21 @@ public:
     // Redelivery after nack_redelivery_delay. Applied, not confirmed (nothing to await).
     void negative_acknowledge(const message_id& id) const;
 
+    // Negative acknowledgement without delay, *confirmed* as far as the protocol allows:
+    // REDELIVER_UNACKNOWLEDGED for the message's entry is sent at once, followed on the same
+    // connection by a GET_LAST_MESSAGE_ID for this consumer; the call completes when that is
+    // answered (a broker handles one connection's commands in order, so the redelivery was
+    // handled by then). void(result<void>); errc::disconnected when the partition's connection
+    // is down (the broker then redelivers the message anyway, after the reconnect).
+    template <class Token>
+    auto redeliver(const message_id& id, Token&& token) const {
+        return asio::async_initiate<Token, void(result<void>)>(
+            [](auto h, std::shared_ptr<detail::consumer_impl> impl, message_id mid) {
+                initiate_redeliver(impl, mid, detail::handler<void>(std::move(h)));
+            },
+            token, impl_, id);
+    }
+
     // Publishes `m` to the retry-letter topic with deliver_at = now + delay and the properties
     // RECONSUMETIMES, DELAY_TIME, REAL_TOPIC, ORIGIN_MESSAGE_ID, then acknowledges it here.
     // Needs consumer_options::retry_enable. void(result<void>).
@@ -162,6 +177,9 @@ private:
                              message_id id,
                              bool cumulative,
                              detail::handler<void> h);
+    static void initiate_redeliver(const std::shared_ptr<detail::consumer_impl>& impl,
+                                   message_id id,
+                                   detail::handler<void> h);
     static void initiate_reconsume_later(const std::shared_ptr<detail::consumer_impl>& impl,
                                          message m,
                                          std::chrono::milliseconds delay,

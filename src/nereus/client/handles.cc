@@ -154,6 +154,23 @@ void client::initiate_get_partitions(const std::shared_ptr<client_impl>& impl,
     detail::spawn_op<std::vector<std::string>>(impl, co(impl, std::move(topic)), std::move(h));
 }
 
+void client::initiate_get_topics_of_namespace(const std::shared_ptr<client_impl>& impl,
+                                              std::string ns,
+                                              detail::handler<std::vector<std::string>> h) {
+    auto co = [](std::shared_ptr<client_impl> c,
+                 std::string n) -> asio::awaitable<result<std::vector<std::string>>> {
+        if (c->closed()) {
+            co_return error(errc::closed);
+        }
+        if (n.empty() || n.find('/') == std::string::npos) {
+            co_return error(errc::invalid_argument);
+        }
+        auto co_result_ = co_await c->topics_of_namespace(n);
+        co_return co_result_;
+    };
+    detail::spawn_op<std::vector<std::string>>(impl, co(impl, std::move(ns)), std::move(h));
+}
+
 void client::initiate_close(const std::shared_ptr<client_impl>& impl, detail::handler<void> h) {
     auto co = [](std::shared_ptr<client_impl> c) -> asio::awaitable<result<void>> {
         auto co_result_ = co_await c->close_all();
@@ -220,6 +237,14 @@ void consumer::negative_acknowledge(const message_id& id) const {
         return;
     }
     asio::post(impl_->client()->strand(), [impl = impl_, id] { impl->nack(id); });
+}
+
+void consumer::initiate_redeliver(const std::shared_ptr<consumer_impl>& impl,
+                                  message_id id,
+                                  detail::handler<void> h) {
+    spawn_on<void>(impl, std::move(h), [id](std::shared_ptr<consumer_impl> c) {
+        return consumer_impl::redeliver(std::move(c), id);
+    });
 }
 
 void consumer::redeliver_unacknowledged() const {

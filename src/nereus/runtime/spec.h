@@ -81,6 +81,10 @@ struct subscriber_spec {
     // pulled (a key that keeps failing then stalls the subscription until it is dead-lettered).
     std::size_t max_parked = 1024;
     std::string consumer_name;  // empty: "<subscription>-<n>"
+    // Pulsar's ack timeout: a message received and not settled within it is redelivered by the
+    // client consumer (0: off). Pulsar binding only — the test transport has no ack timeout (a
+    // live-only behaviour of the conformance suite).
+    std::chrono::milliseconds ack_timeout{0};
 };
 
 // Checks the spec (names non-empty, lanes n >= 1, by_key not with batches, a valid regex).

@@ -16,6 +16,10 @@ static_assert(sizeof(transport) == sizeof(pulsar::client_handle),
               "in a production build the transport is exactly the client handle");
 #endif
 
+#if NEREUS_RUNTIME_HAS_CLIENT
+transport::transport(pulsar::client_handle client) : impl_(std::move(client)) {}
+#endif
+
 #if NEREUS_TESTING
 transport::transport(std::shared_ptr<testing::test_connection> connection)
     : impl_(std::move(connection)) {}

@@ -225,6 +225,28 @@ asio::awaitable<result<std::uint32_t>> client_impl::partitions(const std::string
     co_return r.partitions();
 }
 
+asio::awaitable<result<std::vector<std::string>>> client_impl::topics_of_namespace(
+    const std::string& ns) {
+    if (!service_) {
+        co_return error(errc::invalid_argument);
+    }
+    auto conn = co_await get_connection(*service_);
+    if (!conn) {
+        co_return error(conn.error());
+    }
+    const auto req = next_request_id();
+    auto resp = co_await (*conn)->request(
+        req, [&](proto::frame_buffer& out, proto::command_writer& w) {
+            return w.get_topics_of_namespace(out, req, ns, 0);  // 0: persistent topics
+        });
+    if (!resp) {
+        co_return error(resp.error());
+    }
+    const auto& r = (*resp)->gettopicsofnamespaceresponse();
+    std::vector<std::string> out(r.topics().begin(), r.topics().end());
+    co_return out;
+}
+
 void client_impl::add_entity(const std::shared_ptr<entity>& e) { entities_.push_back(e); }
 
 void client_impl::remove_entity(const entity* e) {

@@ -66,6 +66,8 @@ public:
     asio::awaitable<result<std::shared_ptr<connection>>> connection_for(const std::string& topic);
     // PARTITIONED_METADATA: 0 for a non-partitioned topic.
     asio::awaitable<result<std::uint32_t>> partitions(const std::string& topic);
+    // GET_TOPICS_OF_NAMESPACE (persistent topics) on the service broker.
+    asio::awaitable<result<std::vector<std::string>>> topics_of_namespace(const std::string& ns);
 
     void add_entity(const std::shared_ptr<entity>& e);
     void remove_entity(const entity* e);

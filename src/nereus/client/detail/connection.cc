@@ -255,6 +255,9 @@ void connection::dispatch(const proto::frame_view& f) {
         case ct::get_last_message_id_response:
             respond(c.getlastmessageidresponse().request_id());
             return;
+        case ct::get_topics_of_namespace_response:
+            respond(c.gettopicsofnamespaceresponse().request_id());
+            return;
         case ct::send_receipt:
         case ct::send_error:
         case ct::close_producer: {

@@ -699,6 +699,40 @@ void consumer_impl::send_redeliver(std::uint32_t t, const std::vector<message_id
     });
 }
 
+asio::awaitable<result<void>> consumer_impl::redeliver(std::shared_ptr<consumer_impl> self,
+                                                       message_id id) {
+    if (self->closed_) {
+        co_return error(errc::closed);
+    }
+    const auto t = self->topic_of(id);
+    if (!t) {
+        co_return error(errc::unacked_id);
+    }
+    auto& ts = *self->topics_[*t];
+    if (!ts.connected || !ts.conn) {
+        co_return error(errc::disconnected);
+    }
+    const entry_key key{*t, id.ledger, id.entry};
+    self->entries_.erase(key);
+    self->nacks_.erase(key);
+    // Anything of this entry still buffered will come again.
+    std::erase_if(self->queue_, [&](const message& m) {
+        return m.data()->topic_index == *t && m.id().ledger == id.ledger &&
+               m.id().entry == id.entry;
+    });
+    self->send_redeliver(*t, {id});
+    auto conn = ts.conn;
+    const auto cid = ts.consumer_id;
+    const auto req = self->client_->next_request_id();
+    auto r = co_await conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
+        return w.get_last_message_id(o, cid, req);
+    });
+    if (!r) {
+        co_return error(r.error());
+    }
+    co_return result<void>{};
+}
+
 void consumer_impl::redeliver_unacknowledged() {
     for (std::uint32_t t = 0; t < topics_.size(); ++t) {
         auto& ts = *topics_[t];

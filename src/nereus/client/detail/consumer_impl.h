@@ -46,6 +46,9 @@ public:
     void ack(const message_id& id, bool cumulative, completion<void> done);
     void nack(const message_id& id);
     void redeliver_unacknowledged();
+    // REDELIVER_UNACKNOWLEDGED of `id`'s entry now, confirmed by a GET_LAST_MESSAGE_ID answer.
+    static asio::awaitable<result<void>> redeliver(std::shared_ptr<consumer_impl> self,
+                                                   message_id id);
     static asio::awaitable<result<void>> reconsume_later(std::shared_ptr<consumer_impl> self,
                                                          message m,
                                                          std::chrono::milliseconds delay);

@@ -308,6 +308,13 @@ void producer_impl::add_to_partition(std::size_t p, outgoing_message m, completi
             md.set_compression(static_cast<proto::pb::CompressionType>(options_.compression));
             md.set_uncompressed_size(static_cast<std::uint32_t>(m.payload.size()));
         }
+        // As Pulsar's clients: a payload (after compression) over the broker's max message size
+        // is refused here, before the broker would refuse it.
+        if (ps.conn && payload.size() > ps.conn->max_message_size()) {
+            released(1);
+            done(error(errc::message_too_big));
+            return;
+        }
         send_op op;
         op.sequence_id = seq;
         op.highest_sequence_id = seq;
