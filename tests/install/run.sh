@@ -4,7 +4,8 @@
 #   2. configures and builds tests/install (find_package(nereus) + nereus::client) against it;
 #   3. builds the same program with `pkg-config --cflags --libs nereus-client`;
 #   4. runs both against a `nereus standalone` started here on free ports (127.0.0.1), stopped
-#      by its PID: each produces one message, consumes it and acknowledges it.
+#      by its PID: each produces one message, consumes it and acknowledges it; and the example
+#      service (examples/orders), built against the installed nereus::runtime, in --self-check.
 # Usage: tests/install/run.sh [build-dir]   (default: build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,7 +27,7 @@ step() { echo "install: [$(($(date +%s) - t0)) s] $*"; }
 step "cmake --install $build --prefix $work/prefix"
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || { cat "$work/install.log"; exit 1; }
 
-step "configure + build tests/install with find_package(nereus)"
+step "configure + build tests/install with find_package(nereus) (client; runtime: the example)"
 launcher=()
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S "$root/tests/install" -B "$work/app" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -71,6 +72,13 @@ check() {
 }
 check "$work/app/hello_nereus" install-cmake
 check "$work/hello_pc" install-pkgconfig
+if [ -x "$work/app/orders_service" ]; then
+    out=$(timeout 120 "$work/app/orders_service" --url "pulsar://127.0.0.1:$port" --orders 5 \
+        --self-check --timeout-s 90 --prefix install) || { echo "$out"; echo "FAIL: orders_service (nereus::runtime)"; exit 1; }
+    grep '^self-check: ok' <<<"$out" || { echo "$out"; echo "FAIL: orders_service self-check"; exit 1; }
+else
+    echo "FAIL: orders_service (nereus::runtime) was not built"; exit 1
+fi
 
 kill -TERM "$pid"
 wait "$pid" || { echo "FAIL: standalone exited non-zero after SIGTERM"; cat "$data/broker.log"; exit 1; }
