@@ -90,20 +90,20 @@ TEST_P(Conformance, RetryAfterIsHeldOnTheRuntimeClockThenRedeliveredOnce) {
     recorder rec;
     app a(e());
     ASSERT_TRUE(a.record(spec_for(t, "s"), rec, [](const message_data& m) {
-        return m.redelivery_count == 0 ? outcome::retry_after(1000ms) : outcome::ack();
+        return m.redelivery_count == 0 ? outcome::retry_after(2000ms) : outcome::ack();
     }));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(a.publish(t, "m"));
     ASSERT_TRUE(e().wait_for([&] { return rec.got.size() == 1; }));
-    e().advance(800ms);
+    e().advance(1500ms);
     EXPECT_EQ(rec.got.size(), 1U) << "redelivered before its delay";
     EXPECT_EQ(a->stats("s")->nacked, 0U) << "the hold is the process's: no nack yet";
-    e().advance(300ms);
+    e().advance(600ms);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 1; }));
     e().settle();
     ASSERT_EQ(rec.got.size(), 2U);
     EXPECT_EQ(rec.got[1].redelivery, 1U);
-    EXPECT_GE((rec.got[1].at - rec.got[0].at).count(), 1000);
+    EXPECT_GE((rec.got[1].at - rec.got[0].at).count(), 2000);
 }
 
 TEST_P(Conformance, DeadLetterAfterMaxRedeliveriesAndNotBefore) {
@@ -301,7 +301,8 @@ TEST_P(Conformance, WorkersRunUpToNHandlersAtOnce) {
     ASSERT_TRUE(a->subscribe<raw_codec>(
         s, [&running](const std::string&, context& ctx) -> asio::awaitable<outcome> {
             ++running;
-            co_await ctx.runtime_clock().sleep(200ms);
+            // Long against settle() (300 ms): on a live env the clock is real.
+            co_await ctx.runtime_clock().sleep(2000ms);
             --running;
             co_return outcome::ack();
         }));
@@ -310,7 +311,7 @@ TEST_P(Conformance, WorkersRunUpToNHandlersAtOnce) {
     ASSERT_TRUE(e().wait_for([&] { return running == 4; }));
     e().settle();
     EXPECT_EQ(running, 4);
-    for (int i = 0; i < 20 && a->stats("s")->acked < 8; ++i) e().advance(200ms);
+    for (int i = 0; i < 30 && a->stats("s")->acked < 8; ++i) e().advance(500ms);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 8; }));
     EXPECT_EQ(a->stats("s")->max_concurrent, 4U);
 }
@@ -357,7 +358,7 @@ TEST_P(Conformance, FailingKeyBlocksOnlyItsOwnLane) {
     s.dispatch = lanes::by_key(8);
     ASSERT_TRUE(a->subscribe<raw_codec>(s, [&order_seen](const std::string& p, context& ctx) {
         order_seen.push_back(p);
-        return p == "A1" && ctx.msg().redelivery_count == 0 ? outcome::retry_after(500ms)
+        return p == "A1" && ctx.msg().redelivery_count == 0 ? outcome::retry_after(2000ms)
                                                             : outcome::ack();
     }));
     ASSERT_TRUE(a.start());
@@ -367,7 +368,7 @@ TEST_P(Conformance, FailingKeyBlocksOnlyItsOwnLane) {
     ASSERT_TRUE(e().wait_for([&] { return order_seen.size() == 2; }));
     e().settle();
     EXPECT_EQ(order_seen, (std::vector<std::string>{"A1", "B1"})) << "A2 ran before A1 settled";
-    e().advance(600ms);
+    e().advance(2100ms);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 3; }));
     EXPECT_EQ(order_seen, (std::vector<std::string>{"A1", "B1", "A1", "A2"}));
 }
