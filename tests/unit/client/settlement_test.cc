@@ -34,6 +34,53 @@ TEST_F(ClientTest, AckedMessagesAreNotRedeliveredAfterResubscribe) {
     EXPECT_TRUE(nothing_within(c2, 300ms));
 }
 
+// Batch-index acks survive a resubscribe: the broker redelivers the partly acked entry with
+// its ack_set and the consumer skips the acked indexes (Pulsar: only the other 8 come back).
+TEST_F(ClientTest, BatchIndexAcksSurviveAResubscribe) {
+    for (auto type : {subscription_type::exclusive, subscription_type::shared}) {
+        const std::string topic =
+            type == subscription_type::exclusive ? "batchack-x" : "batchack-s";
+        auto o = sub(topic, "s", type);
+        auto c = make_consumer(o);
+        auto po = prod(topic, true);
+        po.batch_max_messages = 10;
+        po.batch_max_delay = std::chrono::milliseconds(1000);
+        auto p = make_producer(po);
+        std::vector<std::future<result<message_id>>> fs;
+        for (int i = 0; i < 10; ++i) {
+            fs.push_back(p.send(outgoing_message::text(std::to_string(i)), asio::use_future));
+        }
+        for (auto& f : fs) {
+            auto id = wait(std::move(f));
+            ASSERT_TRUE(id) << id.error().message();
+            ASSERT_EQ(id->batch_size, 10);  // one entry holds the whole batch
+        }
+        for (int i = 0; i < 10; ++i) {
+            auto m = receive(c);
+            ASSERT_TRUE(m);
+            ASSERT_EQ(m->payload_text(), std::to_string(i));
+            if (i == 2 || i == 7) {
+                auto a = wait(c.acknowledge(m->id(), asio::use_future));
+                ASSERT_TRUE(a) << a.error().message();
+            }
+        }
+        ASSERT_TRUE(wait(c.close(asio::use_future)));
+        auto c2 = make_consumer(o);
+        for (int i : {0, 1, 3, 4, 5, 6, 8, 9}) {
+            auto m = receive(c2);
+            ASSERT_TRUE(m);
+            EXPECT_EQ(m->payload_text(), std::to_string(i)) << topic;
+            EXPECT_EQ(m->id().batch_index, i);
+            ASSERT_TRUE(wait(c2.acknowledge(m->id(), asio::use_future)));
+        }
+        EXPECT_TRUE(nothing_within(c2, 300ms)) << topic;
+        ASSERT_TRUE(wait(c2.close(asio::use_future)));
+        // Every index acked: the entry is settled, a third subscriber gets nothing.
+        auto c3 = make_consumer(o);
+        EXPECT_TRUE(nothing_within(c3, 300ms)) << topic;
+    }
+}
+
 TEST_F(ClientTest, CumulativeAckSettlesEverythingUpToTheId) {
     auto o = sub("cumulative", "s");
     auto c = make_consumer(o);

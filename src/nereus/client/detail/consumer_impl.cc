@@ -370,7 +370,11 @@ void consumer_impl::on_message(std::size_t t, const proto::frame_view& f) {
         payload = *d;
     }
     const auto redeliveries = cmd.redelivery_count();
-    const auto ack_set = proto::ack_set_of(mid);
+    // A partly acknowledged batch comes with the indexes still to deliver in CommandMessage's
+    // own ack_set (1 = not yet acknowledged), as Pulsar's broker sends it and its clients read
+    // it (ConsumerImpl.messageReceived); MessageIdData.ack_set is the ACK direction's field.
+    const std::span<const std::int64_t> ack_set(cmd.ack_set().data(),
+                                                static_cast<std::size_t>(cmd.ack_set_size()));
     const auto now = steady::now();
     auto make = [&](std::int32_t index, std::int32_t size) {
         auto d = std::make_shared<message_data>();
