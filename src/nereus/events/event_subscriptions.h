@@ -85,6 +85,8 @@ struct subscription_position {
     std::uint64_t epoch = 0;
     bool snapshot_complete = false;
     std::vector<std::optional<cursor>> committed;
+    // Pages leased (to any holder) and not acknowledged yet, the snapshot lease included.
+    std::size_t leased_pages = 0;
 };
 
 // What an ack committed: the cursor recorded for ack_id (the same on a repeat) and whether
