@@ -470,3 +470,98 @@ TEST_F(EventsTest, OnlyTheAdmittedFormatDecodes) {
 
 }  // namespace
 }  // namespace nereus::events::test
+
+namespace nereus::events::test {
+namespace {
+
+TEST_F(EventsTest, PartitionedSourceProjectsEveryPartition) {
+    ASSERT_EQ(admin_request("PUT", "/admin/v2/persistent/public/default/porders/partitions", "3"),
+              204U);
+    client::producer_options po;
+    po.topic = "persistent://public/default/porders";
+    po.batching = true;  // batches of several keys: cursors distinguish batch indexes
+    auto p = client_->create_producer(po, asio::use_future).get();
+    ASSERT_TRUE(p.has_value()) << p.error().message();
+    std::map<std::string, std::string> expected;
+    auto send_all = [&](int from, int to) {
+        std::vector<std::future<result<client::message_id>>> fs;
+        for (int i = from; i < to; ++i) {
+            const auto key = "k" + std::to_string(i % 30);
+            const auto value = "v" + std::to_string(i);
+            auto m = client::outgoing_message::text(value).with_key(key);
+            m.properties.emplace_back(admitted_format::format_property, "order/v1");
+            fs.push_back(p->send(std::move(m), asio::use_future));
+            expected[key] = value;
+        }
+        for (auto& f : fs) {
+            ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+            ASSERT_TRUE(f.get().has_value());
+        }
+    };
+    send_all(0, 90);
+    auto pol = make_policy();
+    pol.source_topic = "porders";
+    auto store = open_store("partitioned");
+    auto a = process("A", pol, store.get());
+    ASSERT_TRUE(a);
+    auto h = projection_handler(*store);
+    ASSERT_TRUE(run(*a, "orders-projection", h, until_idle()).has_value());
+    EXPECT_EQ(rows_of(*store), expected);
+    send_all(90, 150);
+    ASSERT_TRUE(run(*a, "orders-projection", h, until_idle()).has_value());
+    EXPECT_EQ(rows_of(*store), expected);
+    auto pos = a->position("orders-projection", in(20s));
+    ASSERT_TRUE(pos.has_value());
+    ASSERT_EQ(pos->committed.size(), 3U);
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        ASSERT_TRUE(pos->committed[i].has_value());
+        auto applied = store->applied(i);
+        ASSERT_TRUE(applied.has_value() && applied->has_value());
+        EXPECT_EQ(pos->committed[i]->sequence, (*applied)->sequence);
+    }
+}
+
+}  // namespace
+}  // namespace nereus::events::test
+
+#include "support/child_process.h"
+
+namespace nereus::events::test {
+namespace {
+
+// A real process SIGKILLed between apply and ack: its replacement gets the same cursors
+// again (once the dead holder's lease expired) and apply_once makes them no-ops.
+TEST_F(EventsTest, ProcessKilledBetweenApplyAndAckIsAppliedOnceByItsReplacement) {
+    for (int i = 0; i < 8; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    {
+        auto store = open_store("sigkill");
+        auto a = process("A", make_policy(), store.get());
+        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
+                        .has_value());
+        ASSERT_TRUE(a->release("orders-projection", in(20s)).has_value());
+    }
+    for (int i = 0; i < 6; ++i) {
+        put("k" + std::to_string(i), "after-" + std::to_string(i));
+    }
+    const auto run_child = nereus::test::run_and_kill(
+        {NEREUS_EVENTS_DELIVERY_CHILD, "pulsar://127.0.0.1:" + std::to_string(broker_->port()),
+         "http://127.0.0.1:" + std::to_string(admin_->port()), dir_ + "/sigkill.db", "child"},
+        std::chrono::milliseconds(50), "APPLIED 6");
+    ASSERT_TRUE(nereus::test::killed_by_sigkill(run_child.wait_status)) << run_child.output;
+    ASSERT_NE(run_child.output.find("APPLIED 6\n"), std::string::npos) << run_child.output;
+
+    auto store = open_store("sigkill");
+    EXPECT_EQ(rows_of(*store), expected_);  // the child's apply is durable
+    counting_projection counted(*store);
+    auto b = process("B", make_policy(), store.get());
+    ASSERT_TRUE(run(*b, "orders-projection", projection_handler(counted), until_idle())
+                    .has_value());
+    EXPECT_EQ(counted.already, 6);  // redelivered, recognised by the full cursor
+    EXPECT_EQ(counted.applied_count, 0);
+    EXPECT_EQ(rows_of(*store), expected_);
+}
+
+}  // namespace
+}  // namespace nereus::events::test

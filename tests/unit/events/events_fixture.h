@@ -189,12 +189,13 @@ protected:
     }
 
     // Admin request status (0 on transport failure), e.g. an operator's skip/delete.
-    unsigned admin_request(std::string_view method, const std::string& target) {
+    unsigned admin_request(std::string_view method, const std::string& target,
+                           std::string_view body = {}) {
         auto h = detail::admin_http::open("http://127.0.0.1:" + std::to_string(admin_->port()));
         if (!h) {
             return 0;
         }
-        auto r = (*h)->request(method, target, {}, 20s);
+        auto r = (*h)->request(method, target, body, 20s);
         return r ? r->status : 0;
     }
 
