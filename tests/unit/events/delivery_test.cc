@@ -628,3 +628,32 @@ TEST_F(EventsTest, DrainFigures) {
 
 }  // namespace
 }  // namespace nereus::events::test
+
+namespace nereus::events::test {
+namespace {
+
+// A process restarted under the same holder id in the middle of a snapshot must not continue
+// into a partial image: the snapshot starts over and the projection gets every key.
+TEST_F(EventsTest, RestartMidSnapshotUnderTheSameHolderRetakesTheWholeSnapshot) {
+    for (int i = 0; i < 10; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    auto pol = make_policy();
+    pol.pages.max_events = 3;
+    auto store = open_store("midsnap");
+    {
+        auto a = process("same", pol, store.get());
+        auto pg = a->poll("orders-projection", 128, in(20s));
+        ASSERT_TRUE(pg.has_value());
+        ASSERT_EQ(pg->kind, delivery_kind::snapshot);
+        ASSERT_EQ(pg->events.size(), 3U);
+        ASSERT_TRUE(a->ack("mid-1", "orders-projection", pg->through, 0ms, in(20s)).has_value());
+    }
+    auto again = process("same", pol, store.get());
+    ASSERT_TRUE(run(*again, "orders-projection", projection_handler(*store), until_idle())
+                    .has_value());
+    EXPECT_EQ(rows_of(*store), expected_);
+}
+
+}  // namespace
+}  // namespace nereus::events::test
