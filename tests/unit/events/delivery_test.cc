@@ -657,3 +657,50 @@ TEST_F(EventsTest, RestartMidSnapshotUnderTheSameHolderRetakesTheWholeSnapshot) 
 
 }  // namespace
 }  // namespace nereus::events::test
+
+namespace nereus::events::test {
+namespace {
+
+// SINGLE filter: one handler call per delivery, each returning owned asynchronous work; the
+// page is acked only after every delivery's work completed (not when the callbacks returned).
+TEST_F(EventsTest, SingleFilterAcksOnlyAfterTheHandlersAsynchronousWorkCompleted) {
+    for (int i = 0; i < 5; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    auto store = open_store("single");
+    auto s = open("A");
+    ASSERT_TRUE(s->declare_policy("order-events", make_policy()).has_value());
+    ASSERT_TRUE(s->register_subscription({"orders-projection", "order-events",
+                                          filter_mode::single},
+                                         store.get(), in(60s))
+                    .has_value());
+    EXPECT_EQ(s->find_registration("orders-projection")->filter, filter_mode::single);
+    std::atomic<int> started{0};
+    std::atomic<int> finished{0};
+    std::vector<std::future<void>> workers;
+    single_handler h = [&](const delivery&) {
+        started++;
+        auto p = std::make_shared<std::promise<result<void>>>();
+        auto f = p->get_future();
+        workers.push_back(std::async(std::launch::async, [p, &finished] {
+            std::this_thread::sleep_for(20ms);
+            finished++;
+            p->set_value({});
+        }));
+        return f;
+    };
+    int checked = 0;
+    run_options o = until_idle();
+    o.before_ack = [&](const page&) {
+        EXPECT_EQ(finished.load(), started.load()) << "ack before the work completed";
+        ++checked;
+    };
+    auto r = run(*s, "orders-projection", h, o);
+    ASSERT_TRUE(r.has_value()) << r.error().message();
+    EXPECT_EQ(started.load(), 5);
+    EXPECT_GE(checked, 2);  // the snapshot page and its (empty) final page
+    EXPECT_EQ(r->deliveries, 5U);
+}
+
+}  // namespace
+}  // namespace nereus::events::test
