@@ -343,6 +343,9 @@ void add_subscription_routes(router& r, admin_context& ctx) {
           });
 
     // Replaces the subscription's properties: body {"key": "value", ...}. Durable before 204.
+    // Nereus extension (events/, doc/events.md): with ?ifVersion=N the replace is a
+    // compare-and-set on the current property "version" (absent counts as "0"): 409 and no
+    // change when it is not N. Atomic against every other admin write (ctx.write_mu).
     r.add("PUT", route("/subscription/{subscription}/properties"),
           [&ctx](const http_request& req, const path_params& p) {
               auto body = parse_json(req.body);
@@ -361,10 +364,20 @@ void add_subscription_routes(router& r, admin_context& ctx) {
                   }
                   props.emplace(std::string(k), std::string(v.as_string()));
               }
+              const auto if_version = req.query.find("ifVersion");
               return for_each_subscription(
                   ctx, p,
                   [&](broker::topic&, const std::shared_ptr<broker::subscription>& s)
                       -> std::optional<http_response> {
+                      if (if_version != req.query.end()) {
+                          const auto current = s->cursor().details().properties;
+                          const auto it = current.find("version");
+                          const std::string have = it == current.end() ? "0" : it->second;
+                          if (have != if_version->second) {
+                              return error_response(409, "Properties version mismatch: current " +
+                                                             have);
+                          }
+                      }
                       if (auto r = s->cursor().set_properties(props); !r) {
                           return error_from(r.error());
                       }

@@ -114,6 +114,9 @@ struct consumer_options {
     bool retry_enable = false;
     std::int32_t priority_level = 0;
     std::vector<property> properties;
+    // Read the topic's compacted view first, then the log after its horizon (Pulsar's
+    // readCompacted; Exclusive/Failover only). doc/compaction.md.
+    bool read_compacted = false;
 };
 
 // ---- reader ----
@@ -124,6 +127,7 @@ struct reader_options {
     bool start_inclusive = false;  // also deliver the message at start_message_id
     std::uint32_t receiver_queue_size = 1000;
     std::string reader_name;  // empty: a generated one
+    bool read_compacted = false;  // as consumer_options::read_compacted
 };
 
 }  // namespace nereus::client

@@ -10,8 +10,10 @@
 // `resnapshot` marks every SNAPSHOT delivery of an epoch that was started because the previous
 // one expired (expiry_policy::resnapshot), so a handler can tell a re-snapshot from data.
 //
-// Cursor sequence: entry_id * sequence_stride + index in the entry's batch (0 when not
-// batched), so sequences increase along the partition and identify every message.
+// Cursor sequence: (entry_id + 1) * sequence_stride + index in the entry's batch (0 when not
+// batched), so sequences increase along the partition, identify every message and are never
+// below sequence_stride. A barrier cursor covers its whole entry: barrier_sequence(e) =
+// (e + 2) * sequence_stride - 1 (for an empty partition, e = -1: sequence_stride - 1).
 //
 // A page is a run of deliveries of ONE partition and one kind, ending at an entry boundary;
 // `through` is the cursor of its last delivery (what ack() takes). SNAPSHOT pages come first
@@ -36,8 +38,15 @@ enum class delivery_kind { snapshot, event };
 
 inline constexpr std::uint64_t sequence_stride = 1u << 16;  // messages per entry, at most
 
-inline constexpr std::uint64_t entry_of(std::uint64_t sequence) noexcept {
-    return sequence / sequence_stride;
+inline constexpr std::uint64_t sequence_of(std::uint64_t entry, std::uint32_t batch_index) noexcept {
+    return (entry + 1) * sequence_stride + batch_index;
+}
+// The entry of a sequence (-1 for the barrier of an empty partition).
+inline constexpr std::int64_t entry_of(std::uint64_t sequence) noexcept {
+    return static_cast<std::int64_t>(sequence / sequence_stride) - 1;
+}
+inline constexpr std::uint64_t barrier_sequence(std::int64_t barrier_entry) noexcept {
+    return static_cast<std::uint64_t>(barrier_entry + 2) * sequence_stride - 1;
 }
 
 struct delivery {
@@ -62,10 +71,15 @@ struct delivery {
 struct page {
     delivery_kind kind = delivery_kind::event;
     std::vector<delivery> events;
-    cursor through;                  // cursor of the last delivery (meaningless when empty)
+    // Cursor of the last delivery; for the empty last SNAPSHOT page of an empty source:
+    // {0, epoch, 0} (no delivery has sequence 0).
+    cursor through;
     bool snapshot_complete = false;  // the last SNAPSHOT page of the epoch
     std::uint64_t epoch = 0;
     bool resnapshot = false;         // a SNAPSHOT page of an epoch started by expiry
+    // On the snapshot_complete page: every partition's barrier cursor (what
+    // projection_repository::replace_atomically takes). The last SNAPSHOT page may be empty.
+    std::vector<cursor> barriers;
 
     [[nodiscard]] bool empty() const noexcept { return events.empty() && !snapshot_complete; }
 };

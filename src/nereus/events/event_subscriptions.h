@@ -33,8 +33,11 @@
 // processes (or two event_subscriptions) sharing one identity see the same leases.
 //
 // Restart: register_subscription applies the policy's restart policy: RESUME continues after
-// the committed cursor (a snapshot that was not completely acknowledged is retaken at a new
-// epoch), SNAPSHOT always starts a new epoch. Expiry (the source subscription was deleted, its
+// the committed cursor (a snapshot that was not completely acknowledged is retaken from its
+// first page, same epoch and barrier, once its holder's lease expired: the image is replaced
+// as a whole), SNAPSHOT always starts a new epoch (and so disturbs any process sharing it).
+// The snapshot is leased to one holder at a time and delivered one page at a time: poll
+// returns the same SNAPSHOT page until it is acked. EVENT pages are leased independently. Expiry (the source subscription was deleted, its
 // cursor moved past the committed one, or the history after it was trimmed): STOP → every
 // poll/ack is errc::expired; RESNAPSHOT → a new epoch whose SNAPSHOT deliveries are marked.
 // A timeout (errc::timeout) says nothing about expiry and changes nothing.
@@ -85,6 +88,8 @@ struct subscription_position {
     std::uint64_t epoch = 0;
     bool snapshot_complete = false;
     std::vector<std::optional<cursor>> committed;
+    // Pages leased (to any holder) and not acknowledged yet, the snapshot lease included.
+    std::size_t leased_pages = 0;
 };
 
 // What an ack committed: the cursor recorded for ack_id (the same on a repeat) and whether

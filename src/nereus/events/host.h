@@ -44,7 +44,8 @@ struct run_options {
     std::chrono::milliseconds poll_wait{1'000};  // per poll
     std::chrono::milliseconds ack_timeout{30'000};
     // Stop after this many pages acked (0: no limit) / when `stop` becomes true / after
-    // `idle_polls` consecutive empty polls once the snapshot is complete (0: never).
+    // `idle_polls` consecutive empty polls once the snapshot is complete and no page is
+    // leased to anyone (caught up; 0: never).
     std::uint64_t max_pages = 0;
     const std::atomic<bool>* stop = nullptr;
     std::uint32_t idle_polls = 0;

@@ -242,6 +242,8 @@ asio::awaitable<result<void>> consumer_impl::subscribe_topic(std::shared_ptr<con
     a.consumer_name = self->options_.consumer_name;
     a.priority_level = self->options_.priority_level;
     a.initial_position = static_cast<std::int32_t>(self->options_.start);
+    a.read_compacted =
+        self->reader_ ? self->reader_->read_compacted : self->options_.read_compacted;
     std::vector<proto::key_value> md;
     for (const auto& [k, v] : self->options_.properties) {
         md.push_back({k, v});

@@ -1,0 +1,567 @@
+// The delivery API (event_subscriptions, host.h) against an in-process broker with the admin
+// REST API: the barrier under concurrent writes, a lost ack reply, a crash between apply and
+// ack, RESUME vs SNAPSHOT, expiry with STOP and RESNAPSHOT, trimmed/skipped history, a timeout
+// that is not expiry, two processes sharing one identity, exclusive fenced ownership and the
+// admitted payload format. doc/events.md.
+
+#include "events_fixture.h"
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+namespace nereus::events::test {
+namespace {
+
+struct seen_delivery {
+    delivery_kind kind;
+    cursor at;
+};
+
+// Counts what apply_once did (exactly-once checks) around a real store.
+class counting_projection final : public projection_repository {
+public:
+    explicit counting_projection(projection_repository& inner) : inner_(inner) {}
+    bool durable() const override { return inner_.durable(); }
+    result<void> replace_atomically(std::span<const cursor> b, std::span<const row> i) override {
+        return inner_.replace_atomically(b, i);
+    }
+    result<apply_outcome> apply_once(const cursor& c, const operation& op,
+                                     std::span<const std::byte> payload) override {
+        auto r = inner_.apply_once(c, op, payload);
+        if (r) {
+            (*r == apply_outcome::applied ? applied_count : already)++;
+        }
+        return r;
+    }
+    result<std::optional<cursor>> applied_cursor(std::uint32_t p) const { return inner_.applied(p); }
+    result<std::optional<cursor>> applied(std::uint32_t p) const override { return inner_.applied(p); }
+    result<std::vector<row>> rows() const override { return inner_.rows(); }
+
+    int applied_count = 0;
+    int already = 0;
+
+private:
+    projection_repository& inner_;
+};
+
+// The projection handler, recording every delivery it is given and the barriers.
+struct recorder {
+    batch_handler inner;
+    std::vector<seen_delivery> seen;
+    std::vector<cursor> barriers;
+    batch_handler handler() {
+        return [this](const page& pg) {
+            for (const auto& d : pg.events) {
+                seen.push_back({d.kind, d.at});
+            }
+            if (pg.snapshot_complete) {
+                barriers = pg.barriers;
+            }
+            return inner(pg);
+        };
+    }
+};
+
+run_options until_idle() {
+    run_options o;
+    o.poll_wait = 300ms;
+    o.idle_polls = 2;
+    return o;
+}
+
+TEST_F(EventsTest, BarrierUnderConcurrentWritesLosesAndDuplicatesNothing) {
+    for (int i = 0; i < 40; ++i) {
+        put("k" + std::to_string(i % 20), "v0-" + std::to_string(i));
+    }
+    put("k3", "");  // a tombstone before the snapshot
+    std::atomic<bool> writer_done{false};
+    std::vector<std::int64_t> written;
+    struct joiner {
+        std::thread t;
+        ~joiner() {
+            if (t.joinable()) {
+                t.join();
+            }
+        }
+    } writer;
+    writer.t = std::thread([&] {
+        for (int i = 0; i < 150; ++i) {
+            const auto key = "k" + std::to_string((i * 7) % 25);
+            written.push_back(put(key, i % 11 == 5 ? std::string() : "w-" + std::to_string(i)));
+        }
+        writer_done = true;
+    });
+    auto store = open_store("barrier");
+    counting_projection counted(*store);
+    recorder rec{projection_handler(counted)};
+    auto a = process("A", make_policy(), store.get());
+    ASSERT_TRUE(a);
+    const auto h = rec.handler();
+    bool finished = false;
+    for (int round = 0; round < 200 && !finished; ++round) {
+        const bool done_before = writer_done.load();
+        auto r = run(*a, "orders-projection", h, until_idle());
+        ASSERT_TRUE(r.has_value()) << r.error().message();
+        finished = done_before;
+    }
+    writer.t.join();
+    ASSERT_TRUE(finished);
+    ASSERT_EQ(rec.barriers.size(), 1U);
+    const auto barrier_entry = entry_of(rec.barriers[0].sequence);
+
+    // The projection equals the source's final state.
+    EXPECT_EQ(rows_of(*store), expected_);
+    // Every write after the barrier is delivered exactly once as an EVENT; none before it.
+    std::multiset<std::int64_t> event_entries;
+    for (const auto& d : rec.seen) {
+        if (d.kind == delivery_kind::event) {
+            event_entries.insert(entry_of(d.at.sequence));
+        } else {
+            EXPECT_LE(entry_of(d.at.sequence), barrier_entry);
+        }
+    }
+    std::multiset<std::int64_t> expected_events;
+    for (auto e : written) {
+        if (e > barrier_entry) {
+            expected_events.insert(e);
+        }
+    }
+    EXPECT_EQ(event_entries, expected_events);
+    EXPECT_EQ(counted.already, 0);
+    EXPECT_EQ(counted.applied_count, static_cast<int>(expected_events.size()));
+    std::printf("barrier at entry %lld; %zu writes during/after the snapshot, %zu after the barrier\n",
+                static_cast<long long>(barrier_entry), written.size(), expected_events.size());
+}
+
+TEST_F(EventsTest, LostAckReplyIsConfirmedByRepeatingTheAckId) {
+    for (int i = 0; i < 5; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    auto store = open_store("lost");
+    auto a = process("A", make_policy(), store.get());
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
+    put("k1", "x1");
+    put("k2", "x2");
+    put("k7", "x7");
+    auto pg = a->poll("orders-projection", 128, in(20s));
+    ASSERT_TRUE(pg.has_value()) << pg.error().message();
+    ASSERT_EQ(pg->kind, delivery_kind::event);
+    ASSERT_EQ(pg->events.size(), 3U);
+
+    auto first = a->ack("ack-page-42", "orders-projection", pg->through, 30s, in(20s));
+    ASSERT_TRUE(first.has_value()) << first.error().message();
+    EXPECT_FALSE(first->repeated);
+    // The reply is "lost": the same ack id is repeated and confirms the same cursor.
+    auto again = a->ack("ack-page-42", "orders-projection", pg->through, 30s, in(20s));
+    ASSERT_TRUE(again.has_value());
+    EXPECT_TRUE(again->repeated);
+    EXPECT_EQ(again->committed, pg->through);
+    // Or the client reads the durable position.
+    auto pos = a->position("orders-projection", in(20s));
+    ASSERT_TRUE(pos.has_value());
+    ASSERT_EQ(pos->committed.size(), 1U);
+    EXPECT_EQ(pos->committed[0], pg->through);
+    // Another process sees the same record (state lives in the broker, not in memory).
+    auto b = process("B", make_policy(), store.get());
+    auto from_b = b->ack("ack-page-42", "orders-projection", pg->through, 0ms, in(20s));
+    ASSERT_TRUE(from_b.has_value());
+    EXPECT_TRUE(from_b->repeated);
+    EXPECT_EQ(from_b->committed, pg->through);
+    // A new ack id behind the committed cursor, beyond anything delivered, or of another
+    // epoch is refused.
+    auto behind = a->ack("ack-other", "orders-projection", pg->through, 0ms, in(20s));
+    EXPECT_EQ(behind.error(), make_error_code(errc::ack_behind_committed));
+    cursor beyond = pg->through;
+    beyond.sequence += 10 * sequence_stride;
+    EXPECT_EQ(a->ack("ack-x", "orders-projection", beyond, 0ms, in(20s)).error(),
+              make_error_code(errc::ack_beyond_delivered));
+    cursor stale = pg->through;
+    stale.epoch -= 1;
+    EXPECT_EQ(a->ack("ack-y", "orders-projection", stale, 0ms, in(20s)).error(),
+              make_error_code(errc::epoch_mismatch));
+    // Nothing is redelivered.
+    auto none = a->poll("orders-projection", 128, in(1500ms));
+    ASSERT_TRUE(none.has_value());
+    EXPECT_TRUE(none->empty());
+}
+
+TEST_F(EventsTest, CrashBetweenApplyAndAckIsAppliedOnce) {
+    for (int i = 0; i < 10; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    {
+        auto store = open_store("crash");
+        auto a = process("A", make_policy(), store.get());
+        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
+                        .has_value());
+        for (int i = 0; i < 5; ++i) {
+            put("k" + std::to_string(i), "after-" + std::to_string(i));
+        }
+        // A applies a page and "dies" before its ack: no ack, no release.
+        auto pg = a->poll("orders-projection", 128, in(20s));
+        ASSERT_TRUE(pg.has_value());
+        ASSERT_EQ(pg->events.size(), 5U);
+        auto h = projection_handler(*store);
+        ASSERT_TRUE(h(*pg).get().has_value());
+    }
+    // The replacement reopens the durable store and RESUMEs: it receives the same cursors
+    // again (A's lease expires) and apply_once recognises them.
+    auto store = open_store("crash");
+    counting_projection counted(*store);
+    recorder rec{projection_handler(counted)};
+    auto b = process("B", make_policy(), store.get());
+    auto pos = b->position("orders-projection", in(20s));
+    ASSERT_TRUE(pos.has_value());
+    EXPECT_EQ(pos->epoch, 1U);  // RESUME: no new epoch
+    ASSERT_TRUE(run(*b, "orders-projection", rec.handler(), until_idle()).has_value());
+    EXPECT_EQ(counted.already, 5);
+    EXPECT_EQ(counted.applied_count, 0);
+    EXPECT_EQ(rows_of(*store), expected_);
+    auto after = b->position("orders-projection", in(20s));
+    ASSERT_TRUE(after.has_value());
+    ASSERT_TRUE(after->committed[0].has_value());
+    EXPECT_EQ(after->committed[0], counted.applied_cursor(0).value());
+}
+
+TEST_F(EventsTest, ResumeContinuesAndSnapshotRebuildsAtANewEpoch) {
+    for (int i = 0; i < 10; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    std::uint64_t epoch = 0;
+    {
+        auto store = open_store("resume");
+        auto a = process("A", make_policy(), store.get());
+        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
+                        .has_value());
+        epoch = a->position("orders-projection", in(20s))->epoch;
+        ASSERT_TRUE(a->release("orders-projection", in(20s)).has_value());
+    }
+    put("k1", "r1");
+    put("k11", "r11");
+    {
+        auto store = open_store("resume");
+        auto b = process("B", make_policy(restart_policy::resume), store.get());
+        EXPECT_EQ(b->position("orders-projection", in(20s))->epoch, epoch);
+        auto pg = b->poll("orders-projection", 128, in(20s));
+        ASSERT_TRUE(pg.has_value());
+        EXPECT_EQ(pg->kind, delivery_kind::event);
+        EXPECT_EQ(pg->events.size(), 2U);
+        ASSERT_TRUE(projection_handler(*store)(*pg).get().has_value());
+        ASSERT_TRUE(b->ack("resume-1", "orders-projection", pg->through, 0ms, in(20s)).has_value());
+        EXPECT_EQ(rows_of(*store), expected_);
+        ASSERT_TRUE(b->release("orders-projection", in(20s)).has_value());
+    }
+    {
+        // SNAPSHOT restart: a fresh snapshot at a new epoch, delivered first.
+        memory_projection mem;
+        auto c = process("C", make_policy(restart_policy::snapshot), &mem);
+        EXPECT_EQ(c->position("orders-projection", in(20s))->epoch, epoch + 1);
+        auto pg = c->poll("orders-projection", 4, in(20s));
+        ASSERT_TRUE(pg.has_value());
+        EXPECT_EQ(pg->kind, delivery_kind::snapshot);
+        EXPECT_FALSE(pg->resnapshot);
+        EXPECT_EQ(pg->epoch, epoch + 1);
+        ASSERT_TRUE(c->release("orders-projection", in(20s)).has_value());
+    }
+    {
+        // RESUME with a store that is not durable is refused.
+        memory_projection mem;
+        result<void> reg;
+        auto d = process("D", make_policy(restart_policy::resume), &mem, &reg);
+        ASSERT_FALSE(reg.has_value());
+        EXPECT_EQ(reg.error(), make_error_code(errc::resume_needs_durable_store));
+    }
+}
+
+TEST_F(EventsTest, ExpiryWithStopIsATypedErrorAndNeverASilentReset) {
+    for (int i = 0; i < 6; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    auto store = open_store("stop");
+    auto a = process("A", make_policy(restart_policy::resume, expiry_policy::stop), store.get());
+    ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
+    const auto before = a->position("orders-projection", in(20s)).value();
+    put("k1", "lost-1");
+    put("k2", "lost-2");
+    // An operator skips the subscription's backlog: history the projection never saw is gone.
+    ASSERT_EQ(admin_request("POST",
+                            "/admin/v2/persistent/public/default/orders/subscription/"
+                            "events.orders-projection/skip_all"),
+              204U);
+    for (int i = 0; i < 2; ++i) {
+        auto pg = a->poll("orders-projection", 128, in(20s));
+        ASSERT_FALSE(pg.has_value());
+        EXPECT_EQ(pg.error(), make_error_code(errc::expired));
+    }
+    auto after = a->position("orders-projection", in(20s));
+    ASSERT_TRUE(after.has_value());
+    EXPECT_EQ(after->epoch, before.epoch);
+    EXPECT_EQ(after->committed, before.committed);
+}
+
+TEST_F(EventsTest, ExpiryWithResnapshotStartsAMarkedEpoch) {
+    for (int i = 0; i < 6; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    auto store = open_store("resnap");
+    auto a = process("A", make_policy(restart_policy::resume, expiry_policy::resnapshot),
+                     store.get());
+    ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
+    const auto epoch = a->position("orders-projection", in(20s))->epoch;
+    put("k1", "skipped-1");
+    put("k9", "skipped-9");
+    // The history is trimmed under the subscription: its source cursor is deleted.
+    ASSERT_EQ(admin_request("DELETE",
+                            "/admin/v2/persistent/public/default/orders/subscription/"
+                            "events.orders-projection"),
+              204U);
+    auto pg = a->poll("orders-projection", 128, in(60s));
+    ASSERT_TRUE(pg.has_value()) << pg.error().message();
+    EXPECT_EQ(pg->kind, delivery_kind::snapshot);
+    EXPECT_TRUE(pg->resnapshot);
+    EXPECT_EQ(pg->epoch, epoch + 1);
+    for (const auto& d : pg->events) {
+        EXPECT_TRUE(d.resnapshot);
+        EXPECT_EQ(d.at.epoch, epoch + 1);
+    }
+    auto h = projection_handler(*store);
+    ASSERT_TRUE(h(*pg).get().has_value());
+    ASSERT_TRUE(a->ack("resnap-1", "orders-projection", pg->through, 0ms, in(20s)).has_value());
+    ASSERT_TRUE(run(*a, "orders-projection", h, until_idle()).has_value());
+    // The re-snapshot carries the changes the trimmed history had: nothing is lost.
+    EXPECT_EQ(rows_of(*store), expected_);
+}
+
+TEST_F(EventsTest, TimeoutIsNeverTakenAsExpiry) {
+    put("k1", "v1");
+    auto store = open_store("timeout");
+    auto a = process("A", make_policy(restart_policy::resume, expiry_policy::resnapshot),
+                     store.get());
+    const auto before = a->position("orders-projection", in(20s)).value();
+    // A poll whose deadline passes delivers nothing and changes nothing.
+    auto pg = a->poll("orders-projection", 128, std::chrono::steady_clock::now());
+    ASSERT_TRUE(pg.has_value()) << pg.error().message();
+    // An admin endpoint that does not answer: timeout, not expiry.
+    host_options o;
+    o.service_url = "pulsar://127.0.0.1:" + std::to_string(broker_->port());
+    o.admin_url = "http://127.0.0.1:1";
+    auto dead = event_subscriptions::open(o);
+    ASSERT_TRUE(dead.has_value());
+    ASSERT_TRUE((*dead)->declare_policy("order-events", make_policy()).has_value());
+    auto reg = (*dead)->register_subscription({"orders-projection", "order-events"}, store.get(),
+                                              in(5s));
+    ASSERT_FALSE(reg.has_value());
+    EXPECT_EQ(reg.error(), make_error_code(errc::timeout));
+    auto after = a->position("orders-projection", in(20s)).value();
+    EXPECT_EQ(after.epoch, before.epoch);
+}
+
+TEST_F(EventsTest, TwoProcessesSharingOneIdentityGetDisjointLeases) {
+    for (int i = 0; i < 4; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    auto a = process("A", make_policy(), open_store("shared").get());
+    auto b = process("B", make_policy(), open_store("shared2").get());
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(b->position("orders-projection", in(20s))->epoch, 1U);  // B resumed A's epoch
+    // The snapshot is leased to one holder at a time.
+    auto snap = a->poll("orders-projection", 128, in(20s));
+    ASSERT_TRUE(snap.has_value());
+    ASSERT_EQ(snap->kind, delivery_kind::snapshot);
+    auto b_during = b->poll("orders-projection", 128, in(500ms));
+    ASSERT_TRUE(b_during.has_value());
+    EXPECT_TRUE(b_during->empty());
+    ASSERT_TRUE(a->ack("s1", "orders-projection", snap->through, 0ms, in(20s)).has_value());
+    auto fin = a->poll("orders-projection", 128, in(20s));
+    ASSERT_TRUE(fin.has_value());
+    ASSERT_TRUE(fin->snapshot_complete);
+    ASSERT_TRUE(a->ack("s2", "orders-projection", fin->through, 0ms, in(20s)).has_value());
+
+    std::set<std::int64_t> written;
+    for (int i = 0; i < 20; ++i) {
+        written.insert(put("k" + std::to_string(i), "e" + std::to_string(i)));
+    }
+    auto pa = a->poll("orders-projection", 5, in(20s));
+    auto pb = b->poll("orders-projection", 5, in(20s));
+    ASSERT_TRUE(pa.has_value() && pb.has_value());
+    ASSERT_EQ(pa->events.size(), 5U);
+    ASSERT_EQ(pb->events.size(), 5U);
+    std::set<std::uint64_t> seq_a;
+    for (const auto& d : pa->events) {
+        seq_a.insert(d.at.sequence);
+    }
+    for (const auto& d : pb->events) {
+        EXPECT_EQ(seq_a.count(d.at.sequence), 0U) << "pages of two holders overlap";
+    }
+    // A dies without acking; B acks its pages and, once A's lease expired, A's page.
+    a.reset();
+    std::multiset<std::int64_t> acked_by_b;
+    auto take = [&](const page& pg) {
+        for (const auto& d : pg.events) {
+            acked_by_b.insert(entry_of(d.at.sequence));
+        }
+    };
+    take(*pb);
+    ASSERT_TRUE(b->ack("b-0", "orders-projection", pb->through, 0ms, in(20s)).has_value());
+    int n = 1;
+    const auto until = in(60s);
+    while (acked_by_b.size() < written.size() && std::chrono::steady_clock::now() < until) {
+        auto pg = b->poll("orders-projection", 5, in(2s));
+        ASSERT_TRUE(pg.has_value()) << pg.error().message();
+        if (pg->empty()) {
+            continue;
+        }
+        take(*pg);
+        ASSERT_TRUE(b->ack("b-" + std::to_string(n++), "orders-projection", pg->through, 0ms,
+                           in(20s))
+                        .has_value());
+    }
+    // The combined ack stream has no gap; A's page was delivered twice (to A, then to B), and
+    // nothing else was.
+    EXPECT_EQ(std::set<std::int64_t>(acked_by_b.begin(), acked_by_b.end()), written);
+    EXPECT_EQ(acked_by_b.size(), written.size());
+    auto pos = b->position("orders-projection", in(20s));
+    ASSERT_TRUE(pos.has_value());
+    EXPECT_EQ(entry_of(pos->committed[0]->sequence), *written.rbegin());
+}
+
+TEST_F(EventsTest, ExclusiveOwnershipIsFenced) {
+    put("k1", "v1");
+    auto pol = make_policy();
+    pol.owner = ownership::exclusive_fenced;
+    auto store = open_store("excl");
+    auto a = process("A", pol, store.get());
+    ASSERT_TRUE(a);
+    result<void> reg;
+    auto b = process("B", pol, store.get(), &reg);
+    ASSERT_FALSE(reg.has_value());
+    EXPECT_EQ(reg.error(), make_error_code(errc::ownership_denied));
+    ASSERT_TRUE(a->release("orders-projection", in(20s)).has_value());
+    auto c = process("C", pol, store.get(), &reg);
+    ASSERT_TRUE(reg.has_value()) << reg.error().message();
+    // A still has its registration but was fenced by C's claim.
+    auto pg = a->poll("orders-projection", 128, in(5s));
+    ASSERT_FALSE(pg.has_value());
+    EXPECT_EQ(pg.error(), make_error_code(errc::fenced));
+    auto pc = c->poll("orders-projection", 128, in(20s));
+    ASSERT_TRUE(pc.has_value()) << pc.error().message();
+}
+
+TEST_F(EventsTest, OnlyTheAdmittedFormatDecodes) {
+    put("k1", "v1");
+    put("k2", "{\"v\":2}", "order/v2");
+    put("k3", "raw", "");
+    auto store = open_store("format");
+    auto a = process("A", make_policy(), store.get());
+    auto pg = a->poll("orders-projection", 128, in(20s));
+    ASSERT_TRUE(pg.has_value());
+    ASSERT_EQ(pg->events.size(), 3U);
+    EXPECT_TRUE(pg->events[0].payload().has_value());
+    EXPECT_EQ(pg->events[1].payload().error(), make_error_code(errc::unadmitted_format));
+    EXPECT_EQ(pg->events[1].format, "order/v2");
+    EXPECT_EQ(pg->events[2].payload().error(), make_error_code(errc::unadmitted_format));
+    // The projection handler fails the page (typed error), it never skips it silently.
+    auto r = run(*a, "orders-projection", projection_handler(*store), until_idle());
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error(), make_error_code(errc::unadmitted_format));
+}
+
+}  // namespace
+}  // namespace nereus::events::test
+
+namespace nereus::events::test {
+namespace {
+
+TEST_F(EventsTest, PartitionedSourceProjectsEveryPartition) {
+    ASSERT_EQ(admin_request("PUT", "/admin/v2/persistent/public/default/porders/partitions", "3"),
+              204U);
+    client::producer_options po;
+    po.topic = "persistent://public/default/porders";
+    po.batching = true;  // batches of several keys: cursors distinguish batch indexes
+    auto p = client_->create_producer(po, asio::use_future).get();
+    ASSERT_TRUE(p.has_value()) << p.error().message();
+    std::map<std::string, std::string> expected;
+    auto send_all = [&](int from, int to) {
+        std::vector<std::future<result<client::message_id>>> fs;
+        for (int i = from; i < to; ++i) {
+            const auto key = "k" + std::to_string(i % 30);
+            const auto value = "v" + std::to_string(i);
+            auto m = client::outgoing_message::text(value).with_key(key);
+            m.properties.emplace_back(admitted_format::format_property, "order/v1");
+            fs.push_back(p->send(std::move(m), asio::use_future));
+            expected[key] = value;
+        }
+        for (auto& f : fs) {
+            ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+            ASSERT_TRUE(f.get().has_value());
+        }
+    };
+    send_all(0, 90);
+    auto pol = make_policy();
+    pol.source_topic = "porders";
+    auto store = open_store("partitioned");
+    auto a = process("A", pol, store.get());
+    ASSERT_TRUE(a);
+    auto h = projection_handler(*store);
+    ASSERT_TRUE(run(*a, "orders-projection", h, until_idle()).has_value());
+    EXPECT_EQ(rows_of(*store), expected);
+    send_all(90, 150);
+    ASSERT_TRUE(run(*a, "orders-projection", h, until_idle()).has_value());
+    EXPECT_EQ(rows_of(*store), expected);
+    auto pos = a->position("orders-projection", in(20s));
+    ASSERT_TRUE(pos.has_value());
+    ASSERT_EQ(pos->committed.size(), 3U);
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        ASSERT_TRUE(pos->committed[i].has_value());
+        auto applied = store->applied(i);
+        ASSERT_TRUE(applied.has_value() && applied->has_value());
+        EXPECT_EQ(pos->committed[i]->sequence, (*applied)->sequence);
+    }
+}
+
+}  // namespace
+}  // namespace nereus::events::test
+
+#include "support/child_process.h"
+
+namespace nereus::events::test {
+namespace {
+
+// A real process SIGKILLed between apply and ack: its replacement gets the same cursors
+// again (once the dead holder's lease expired) and apply_once makes them no-ops.
+TEST_F(EventsTest, ProcessKilledBetweenApplyAndAckIsAppliedOnceByItsReplacement) {
+    for (int i = 0; i < 8; ++i) {
+        put("k" + std::to_string(i), "v" + std::to_string(i));
+    }
+    {
+        auto store = open_store("sigkill");
+        auto a = process("A", make_policy(), store.get());
+        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
+                        .has_value());
+        ASSERT_TRUE(a->release("orders-projection", in(20s)).has_value());
+    }
+    for (int i = 0; i < 6; ++i) {
+        put("k" + std::to_string(i), "after-" + std::to_string(i));
+    }
+    const auto run_child = nereus::test::run_and_kill(
+        {NEREUS_EVENTS_DELIVERY_CHILD, "pulsar://127.0.0.1:" + std::to_string(broker_->port()),
+         "http://127.0.0.1:" + std::to_string(admin_->port()), dir_ + "/sigkill.db", "child"},
+        std::chrono::milliseconds(50), "APPLIED 6");
+    ASSERT_TRUE(nereus::test::killed_by_sigkill(run_child.wait_status)) << run_child.output;
+    ASSERT_NE(run_child.output.find("APPLIED 6\n"), std::string::npos) << run_child.output;
+
+    auto store = open_store("sigkill");
+    EXPECT_EQ(rows_of(*store), expected_);  // the child's apply is durable
+    counting_projection counted(*store);
+    auto b = process("B", make_policy(), store.get());
+    ASSERT_TRUE(run(*b, "orders-projection", projection_handler(counted), until_idle())
+                    .has_value());
+    EXPECT_EQ(counted.already, 6);  // redelivered, recognised by the full cursor
+    EXPECT_EQ(counted.applied_count, 0);
+    EXPECT_EQ(rows_of(*store), expected_);
+}
+
+}  // namespace
+}  // namespace nereus::events::test
