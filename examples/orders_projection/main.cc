@@ -100,6 +100,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--pause-after-snapshot-pages", po.pause_after_snapshot_pages,
                    "Projection process: pause (until 'continue' on stdin) after N snapshot pages");
+    app.add_option("--crash-before-apply-event-pages", po.crash_before_apply_event_pages,
+                   "Projection process: wait to be killed after polling the N-th event page, "
+                   "before applying it");
     app.add_option("--crash-after-event-pages", po.crash_after_event_pages,
                    "Projection process: wait to be killed after applying the N-th event page, "
                    "before its ack");

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <poll.h>
+#include <thread>
 #include <unistd.h>
 
 namespace orders {
@@ -192,14 +193,26 @@ private:
                 say(fmt::format("DEFERRED from={} applied={}: an earlier page is leased elsewhere",
                                 show(pg->events.front().at), *applied_through_));
                 // The earlier page returns when its lease expires; do not lease ahead meanwhile.
-                if (auto line = control_.next(1s)) {
-                    command(*line);
+                // After one lease period both it and this page are expired, and poll hands
+                // expired pages out in partition order: the earlier one first.
+                const auto until = clock_type::now() + o_.lease;
+                while (clock_type::now() < until) {
+                    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        until - clock_type::now());
+                    if (control_.closed()) {
+                        std::this_thread::sleep_for(left);  // no parent: just wait it out
+                    } else if (auto line = control_.next(std::max(left, 1ms))) {
+                        command(*line);
+                    }
                 }
                 continue;
             }
-            const bool crash_here = pg->kind == ev::delivery_kind::event &&
-                                    !pg->events.empty() &&
-                                    ++event_pages_ == o_.crash_after_event_pages;
+            const bool event_page = pg->kind == ev::delivery_kind::event && !pg->events.empty();
+            const std::uint32_t nth = event_page ? ++event_pages_ : 0;
+            const bool crash_here = event_page && nth == o_.crash_after_event_pages;
+            if (event_page && nth == o_.crash_before_apply_event_pages) {
+                return crash_point(*pg, "polled, not applied");
+            }
             if (o_.debug_ack_before_apply) {
                 // The bug the seed warns of: acked, then killed before applying.
                 if (int rc = ack(*pg); rc != 0) return rc;

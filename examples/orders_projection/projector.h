@@ -24,6 +24,9 @@
 // Fault injection (only for showing that the self-check can fail):
 //   crash_after_event_pages = N: after applying the N-th non-empty EVENT page and before its
 //     ack, print CRASH-POINT and wait for the parent's SIGKILL (bounded: exit 3 after 5 min).
+//   crash_before_apply_event_pages = N: the same after polling the N-th EVENT page, before
+//     applying it (its lease keeps it from the next process for a while: the page-order guard
+//     below is what keeps the next process from applying later pages first).
 //   debug_ack_before_apply: ack each page BEFORE applying it (the bug the seed warns of), so
 //     the same crash point loses the page.
 //
@@ -50,11 +53,13 @@ struct projector_options {
     nereus::events::restart_policy restart = nereus::events::restart_policy::resume;
     std::size_t page_size = 64;
     // A polled page is leased this long (the policy's lease): after a crash, the next process
-    // gets the unacked page again once it expired. Short enough for a quick self-check, long
-    // enough for applying a page on a loaded machine (one fsync per event).
-    std::chrono::milliseconds lease{10'000};
+    // gets the unacked page again once it expired. Short for a quick self-check; an ack after
+    // the lease expired still succeeds unless another holder took the page meanwhile (only one
+    // projection process runs at a time here).
+    std::chrono::milliseconds lease{5'000};
     std::uint32_t pause_after_snapshot_pages = 0;  // 0: never pause
     std::uint32_t crash_after_event_pages = 0;     // 0: never
+    std::uint32_t crash_before_apply_event_pages = 0;  // 0: never
     bool debug_ack_before_apply = false;
 };
 

@@ -57,6 +57,10 @@ nc::outgoing_message source_writer::next() {
         m.properties.emplace_back(format_property, std::string(schema_v1));
         return m;
     }
+    return upsert(id, t);
+}
+
+nc::outgoing_message source_writer::upsert(const std::string& id, tracked& t) {
     if (t.alive) {
         ++t.version;
         ++counts_.updates;
@@ -70,6 +74,40 @@ nc::outgoing_message source_writer::next() {
     return nc::outgoing_message::text(encode_order(o))
         .with_key(id)
         .with_property(format_property, std::string(schema_v1));
+}
+
+nereus::result<nc::message_id> source_writer::update_one() {
+    for (auto& [id, t] : orders_) {
+        if (t.alive) {
+            std::vector<nc::outgoing_message> ms;
+            ms.push_back(upsert(id, t));
+            return send_all(std::move(ms));
+        }
+    }
+    const std::string id = order_id(0);
+    std::vector<nc::outgoing_message> ms;
+    ms.push_back(upsert(id, orders_[id]));
+    return send_all(std::move(ms));
+}
+
+nereus::result<nc::message_id> source_writer::send_all(std::vector<nc::outgoing_message> ms) {
+    std::vector<std::future<nereus::result<nc::message_id>>> fs;
+    fs.reserve(ms.size());
+    for (auto& m : ms) {
+        fs.push_back(producer_.send(std::move(m), asio::use_future));
+    }
+    nc::message_id last;
+    for (auto& f : fs) {
+        if (f.wait_for(timeout) != std::future_status::ready) {
+            return nereus::error(nc::errc::timeout);
+        }
+        auto r = f.get();
+        if (!r) {
+            return nereus::error(r.error());
+        }
+        last = *r;
+    }
+    return last;
 }
 
 nereus::result<nc::message_id> source_writer::create_initial(std::uint32_t n) {
@@ -101,23 +139,12 @@ nereus::result<nc::message_id> source_writer::create_initial(std::uint32_t n) {
 }
 
 nereus::result<nc::message_id> source_writer::mutate(std::uint32_t n) {
-    std::vector<std::future<nereus::result<nc::message_id>>> fs;
-    fs.reserve(n);
+    std::vector<nc::outgoing_message> ms;
+    ms.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
-        fs.push_back(producer_.send(next(), asio::use_future));
+        ms.push_back(next());
     }
-    nc::message_id last;
-    for (auto& f : fs) {
-        if (f.wait_for(timeout) != std::future_status::ready) {
-            return nereus::error(nc::errc::timeout);
-        }
-        auto r = f.get();
-        if (!r) {
-            return nereus::error(r.error());
-        }
-        last = *r;
-    }
-    return last;
+    return send_all(std::move(ms));
 }
 
 void source_writer::close() {

@@ -52,7 +52,12 @@ echo "dumps: projection $(wc -l <"$dir/projection.jsonl") lines $(sha256sum <"$d
 
 case "$mode" in
 pass)
-    [ "$rc" -eq 0 ] || { echo "FAIL: self-check exit $rc, want 0"; tail -30 "$dir/broker.log"; exit 1; }
+    if [ "$rc" -ne 0 ]; then
+        echo "FAIL: self-check exit $rc, want 0; the projection processes' last lines:"
+        for f in "$dir"/work/projection-*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 12 "$f"; }; done
+        tail -30 "$dir/broker.log"
+        exit 1
+    fi
     [[ "$last" == "orders_projection self-check: PASS "* ]] || { echo "FAIL: last line is not PASS"; exit 1; }
     [ -s "$dir/source.jsonl" ] || { echo "FAIL: the source dump is empty"; exit 1; }
     if ! diff -q "$dir/projection.jsonl" "$dir/source.jsonl" >/dev/null; then
