@@ -1111,6 +1111,29 @@ result<void> event_subscriptions::register_subscription(const registration& r,
             // The first record: write the owner into it.
             NEREUS_TRY(m.claim_ownership(s, deadline));
         }
+    } else if (!rec->snap_done && rec->snap_holder == m.opts.holder_id) {
+        // A restart under the same holder id in the middle of the snapshot: the pages it had
+        // collected died with the previous process, so the snapshot must start over (never
+        // continue into a partial image).
+        for (int attempt = 0; attempt < max_cas_attempts; ++attempt) {
+            auto cur = m.read_state(s, deadline);
+            if (!cur) {
+                return error(cur.error());
+            }
+            if (cur->snap_done || cur->snap_holder != m.opts.holder_id) {
+                break;
+            }
+            const auto version = cur->version;
+            cur->snap_holder.clear();
+            cur->snap_expiry_ms = 0;
+            auto w = m.write_state(s, *cur, version, deadline);
+            if (!w) {
+                return error(w.error());
+            }
+            if (*w) {
+                break;
+            }
+        }
     }
     m.subs.erase(r.subscription);
     m.subs.emplace(r.subscription, std::move(s));

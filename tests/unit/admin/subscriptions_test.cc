@@ -176,6 +176,19 @@ TEST_F(SubscriptionTest, Properties) {
               json::parse(R"({"a":"1","b":"two"})"));
 }
 
+// Nereus extension used by events/: ?ifVersion=N makes the replace a compare-and-set on the
+// property "version" (absent = "0"); a mismatch is 409 and changes nothing.
+TEST_F(SubscriptionTest, PropertiesCompareAndSetOnVersion) {
+    ASSERT_EQ(status("PUT", base + "/subscription/s"), 204U);
+    const auto props = base + "/subscription/s/properties";
+    EXPECT_EQ(status("PUT", props + "?ifVersion=1", R"({"version":"2"})"), 409U);
+    EXPECT_EQ(status("PUT", props + "?ifVersion=0", R"({"version":"1","x":"a"})"), 204U);
+    EXPECT_EQ(status("PUT", props + "?ifVersion=0", R"({"version":"1","x":"b"})"), 409U);
+    EXPECT_EQ(http_->get(props)->json(), json::parse(R"({"version":"1","x":"a"})"));
+    EXPECT_EQ(status("PUT", props + "?ifVersion=1", R"({"version":"2","x":"c"})"), 204U);
+    EXPECT_EQ(http_->get(props)->json(), json::parse(R"({"version":"2","x":"c"})"));
+}
+
 TEST_F(SubscriptionTest, InternalStatsShowsCursorPositionsRangesAndFences) {
     ASSERT_EQ(produce(*producer_, 0, 6), 6);
     auto c = consumer("s");
