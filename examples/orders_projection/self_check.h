@@ -14,12 +14,15 @@
 //     `crash_after_event_pages`-th EVENT page and before acking it, it is SIGKILLed by pid.
 //     The self-check then checks the kill really fell between apply and ack: the projection's
 //     applied cursor (SQLite) is beyond the acknowledged one (the events API's position()).
-//  4. Projection process #2 (RESUME): continues after the acknowledged cursor, so the killed
-//     page comes again and apply_once must recognise every one of its cursors; the writer
-//     stops, the self-check tells it to drain through the last receipted message, it exits.
+//  4. Projection process #2 (RESUME) continues after the acknowledged cursor and is SIGKILLed
+//     after polling its 2nd EVENT page, before applying it. Process #3 (RESUME) is handed the
+//     pages after the two killed (still leased) ones first and must defer them; the killed
+//     pages come back after their leases: #1's must be recognised by apply_once (a count of 0
+//     fails), #2's is applied. The writer stops (ending on an update), #3 drains through the
+//     last receipted message (applied and acknowledged) and exits 0.
 //  5. Compare the projection's rows (SQLite) with the source's final state read back
 //     independently (source_dump.h): equal count, equal digest, equal lines.
-//  6. Projection process #3 with restart SNAPSHOT: a rebuild at a new epoch, compared again.
+//  6. Projection process #4 with restart SNAPSHOT: a rebuild at a new epoch, compared again.
 //
 // Prints progress lines and, last, one line "orders_projection self-check: PASS|FAIL ...".
 // Returns the exit code: 0 only on PASS.
