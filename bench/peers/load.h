@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nereus::bench {
@@ -181,5 +182,15 @@ struct system_hooks {
 // Parses argv (--mode --count --size --window --rate --duration --timeout --port --name
 // --label), runs the plan and prints one `result:` line. Returns the exit status.
 int run_main(int argc, char** argv, const system_hooks& hooks);
+
+// The same for a system whose producer and consumer are constructed from the plan.
+template <class Producer, class Consumer>
+int run_main(int argc, char** argv, std::function<std::string(const plan&)> setup) {
+    system_hooks h;
+    h.setup = std::move(setup);
+    h.make_producer = [](const plan& p) { return std::make_unique<Producer>(p); };
+    h.make_consumer = [](const plan& p) { return std::make_unique<Consumer>(p); };
+    return run_main(argc, argv, h);
+}
 
 }  // namespace nereus::bench

@@ -175,8 +175,8 @@ private:
 
 int main(int argc, char** argv) {
     using namespace nereus::bench;
-    system_hooks h;
-    h.setup = [](const plan& p) -> std::string {
+    // Declares the durable quorum queue before the run.
+    const auto setup = [](const plan& p) -> std::string {
         connection c(p);
         if (!c.err.empty()) return c.err;
         amqp_table_entry_t e;
@@ -187,7 +187,5 @@ int main(int argc, char** argv) {
         amqp_queue_declare(c.conn, 1, amqp_cstring_bytes(p.name.c_str()), 0, 1, 0, 0, args);
         return reply_error(amqp_get_rpc_reply(c.conn), "queue.declare");
     };
-    h.make_producer = [](const plan& p) { return std::make_unique<rabbit_producer>(p); };
-    h.make_consumer = [](const plan& p) { return std::make_unique<rabbit_consumer>(p); };
-    return run_main(argc, argv, h);
+    return run_main<rabbit_producer, rabbit_consumer>(argc, argv, setup);
 }

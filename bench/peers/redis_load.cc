@@ -165,8 +165,8 @@ private:
 
 int main(int argc, char** argv) {
     using namespace nereus::bench;
-    system_hooks h;
-    h.setup = [](const plan& p) -> std::string {
+    // Creates the stream and its consumer group before the run.
+    const auto setup = [](const plan& p) -> std::string {
         std::string err;
         redisContext* c = connect(p, err);
         if (!c) return err;
@@ -179,7 +179,5 @@ int main(int argc, char** argv) {
         redisFree(c);
         return e;
     };
-    h.make_producer = [](const plan& p) { return std::make_unique<redis_producer>(p); };
-    h.make_consumer = [](const plan& p) { return std::make_unique<redis_consumer>(p); };
-    return run_main(argc, argv, h);
+    return run_main<redis_producer, redis_consumer>(argc, argv, setup);
 }
