@@ -198,5 +198,23 @@ TEST_F(StandaloneTest, RedeliveryCountSurvivesSigkill) {
     EXPECT_EQ(b.stop(SIGTERM), 0);
 }
 
+// The helper itself (tests/support/standalone_process.h): a broker that exits at once (an
+// unknown flag) makes start() fail with the child reaped (pid -1: it saw the exit, not only a
+// timeout); stop() of a broker that is not running says -1.
+TEST_F(StandaloneTest, HelperReportsABrokerThatExitsAtStart) {
+    standalone_process bad({.binary = NEREUS_BINARY,
+                            .data_dir = dir_ + "/bad",
+                            .log = dir_ + ".log",
+                            .args = {"--no-such-flag"}});
+    EXPECT_FALSE(bad.start());
+    EXPECT_EQ(bad.pid(), -1);
+    EXPECT_EQ(bad.stop(SIGTERM), -1);
+    auto& b = *broker_;
+    ASSERT_TRUE(b.start());
+    EXPECT_GT(b.pid(), 0);
+    EXPECT_EQ(b.stop(SIGTERM), 0);
+    EXPECT_EQ(b.stop(SIGTERM), -1);
+}
+
 }  // namespace
 }  // namespace nereus::broker::test
