@@ -33,9 +33,11 @@ test: build
 # -O1 -g1 keeps asserts on and gives line numbers in reports. -Werror stays in the Release build:
 # GCC documents false -Wmaybe-uninitialized / -Wstringop-* warnings under -fsanitize.
 UNIT_TESTS := $(addsuffix _unit_tests,$(notdir $(wildcard tests/unit/*)))
+# Unit-test binaries under tests/unit/ with another name (an in-process broker per test).
+UNIT_TESTS += events_delivery_tests
 SAN_CMAKE := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
              -DNEREUS_WERROR=OFF
-SAN_CTEST := ctest -R '_unit_tests\.' --output-on-failure -j $(JOBS) --timeout 900
+SAN_CTEST := ctest -R '(_unit_tests|events_delivery_tests)\.' --output-on-failure -j $(JOBS) --timeout 900
 
 # ASan + UBSan (runs in CI after `make test`).
 test-asan: deps

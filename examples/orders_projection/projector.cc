@@ -157,9 +157,9 @@ private:
                     pos->committed[0]->sequence >= *drain_target_) {
                     (void)subs_->release(o_.subscription, clock_type::now() + 10s);
                     say(fmt::format("CAUGHT-UP through={} committed={} rows={} events_applied={} "
-                                    "events_already_applied={} pages_deferred={}",
+                                    "events_already_applied={}",
                                     *applied_through_, show(*pos->committed[0]),
-                                    proj_->rows().size(), applied_, already_, deferred_));
+                                    proj_->rows().size(), applied_, already_));
                     return 0;
                 }
             }
@@ -189,23 +189,13 @@ private:
                                     show(*pos->committed[0]), *applied_through_));
                     return 1;
                 }
-                ++deferred_;
-                say(fmt::format("DEFERRED from={} applied={}: an earlier page is leased elsewhere",
+                // The events library leases the pages of a partition in order
+                // (lease_order::per_partition): a page that skips entries this store has not
+                // applied is a library bug. Stop rather than apply past the gap.
+                say(fmt::format("ERROR out of order: a page from {} while this projection applied "
+                                "only through {}",
                                 show(pg->events.front().at), *applied_through_));
-                // The earlier page returns when its lease expires; do not lease ahead meanwhile.
-                // After one lease period both it and this page are expired, and poll hands
-                // expired pages out in partition order: the earlier one first.
-                const auto until = clock_type::now() + o_.lease;
-                while (clock_type::now() < until) {
-                    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        until - clock_type::now());
-                    if (control_.closed()) {
-                        std::this_thread::sleep_for(left);  // no parent: just wait it out
-                    } else if (auto line = control_.next(std::max(left, 1ms))) {
-                        command(*line);
-                    }
-                }
-                continue;
+                return 1;
             }
             const bool event_page = pg->kind == ev::delivery_kind::event && !pg->events.empty();
             const std::uint32_t nth = event_page ? ++event_pages_ : 0;
@@ -306,11 +296,10 @@ private:
 
     // EVENT pages of a partition must be applied in order: apply_once takes any cursor at or
     // below the applied one as already applied, so applying a later page before an earlier
-    // one would make the earlier one look applied. An earlier page can still be leased by a
-    // process that died (shared leases hand the next process the pages after it), so a page
-    // that does not continue the applied cursor (entry ids are contiguous in a partition and a
-    // page ends at an entry boundary) is deferred: neither applied nor acked, it comes again
-    // after its lease, by then behind the earlier one.
+    // one would make the earlier one look applied. The events library guarantees it (the
+    // policy's default lease_order::per_partition: a later page is leased only after the
+    // earlier one was acked); this check (entry ids are contiguous in a partition and a page
+    // ends at an entry boundary) only verifies it, and tells a lost ack from a library bug.
     bool continues_applied(const ev::page& pg) const {
         if (!applied_through_ || pg.events.empty()) {
             return true;
@@ -380,7 +369,6 @@ private:
     std::uint32_t event_pages_ = 0;
     std::uint64_t applied_ = 0;
     std::uint64_t already_ = 0;
-    std::uint64_t deferred_ = 0;
 };
 
 }  // namespace

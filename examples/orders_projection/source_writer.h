@@ -47,10 +47,13 @@ public:
     // deleted ids) in flight together, and returns the last receipted id.
     [[nodiscard]] nereus::result<nereus::client::message_id> mutate(std::uint32_t n);
 
-    // One update of a live order (a create when none is live): the topic then does not end in
-    // a tombstone. Works around an events API issue: a snapshot whose barrier entry is a
-    // tombstone (dropped by compaction) does not complete while the topic stays idle.
+    // One update of a live order (a create when none is live).
     [[nodiscard]] nereus::result<nereus::client::message_id> update_one();
+    // One delete (a tombstone) of a live order (an update when none is live). The self-check
+    // ends the source on it: a snapshot whose barrier is a tombstone dropped by compaction
+    // must still complete while the topic stays idle (the broker's GET_LAST_MESSAGE_ID for
+    // read_compacted readers, doc/events.md).
+    [[nodiscard]] nereus::result<nereus::client::message_id> delete_one();
 
     [[nodiscard]] const writer_counts& counts() const { return counts_; }
     void close();

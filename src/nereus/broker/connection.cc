@@ -435,6 +435,9 @@ awaitable<void> connection::handle_blocking(const proto::frame_view& f) {
         case proto::command_type::seek:
             co_await handle_seek(f);
             break;
+        case proto::command_type::get_last_message_id:
+            co_await handle_get_last_message_id_compacted(f);
+            break;
         default:
             break;
     }

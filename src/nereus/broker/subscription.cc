@@ -289,6 +289,11 @@ bool subscription::read_compacted() const {
     return compacted_ != nullptr;
 }
 
+std::shared_ptr<topic_compaction> subscription::compaction() const {
+    std::lock_guard lock(compacted_mu_);
+    return compacted_;
+}
+
 // read_compacted: while the read position is at or below the horizon, the compacted view's
 // entries from there (not acked, original ids), and the read position moves past them (to the
 // horizon's successor once the view is exhausted); then the log after the horizon. A rewind,

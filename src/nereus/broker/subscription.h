@@ -179,6 +179,8 @@ public:
     // (topic_compaction.h, doc/compaction.md). Set by the first consumer asking for it.
     void set_compacted(std::shared_ptr<topic_compaction> c);
     bool read_compacted() const;
+    // The compaction a read_compacted subscription reads through (nullptr otherwise).
+    std::shared_ptr<topic_compaction> compaction() const;
     sub_type type() const;
     std::vector<consumer_view> consumer_views() const;
     void disconnect_consumers();

@@ -80,6 +80,9 @@ struct page {
     // On the snapshot_complete page: every partition's barrier cursor (what
     // projection_repository::replace_atomically takes). The last SNAPSHOT page may be empty.
     std::vector<cursor> barriers;
+    // An EVENT page leased under lease_order::per_partition: every earlier page of its
+    // partition was acknowledged (or is this page), so its cursors are above everything applied.
+    bool in_order = true;
 
     [[nodiscard]] bool empty() const noexcept { return events.empty() && !snapshot_complete; }
 };

@@ -112,6 +112,7 @@ struct stats_info {
     std::int64_t ledger = -1;
     std::int64_t first_entry = 0;
     std::int64_t horizon = -1;                  // compaction horizon entry (-1: no view)
+    std::int64_t view_entries = -1;             // entries in the compacted view (-1: none)
     std::optional<std::int64_t> mark_delete;    // of the source subscription (nullopt: absent)
 };
 
@@ -225,6 +226,11 @@ struct event_subscriptions::impl {
         if (const auto* h = o.if_contains("compactionHorizon"); h && h->is_string()) {
             if (auto e = entry_of_position(h->as_string())) {
                 st.horizon = *e;
+            }
+        }
+        if (const auto* cv = o.if_contains("compactedLedger"); cv && cv->is_object()) {
+            if (const auto* x = cv->as_object().if_contains("entries")) {
+                st.view_entries = json_int(*x, -1);
             }
         }
         if (const auto* cs = o.if_contains("cursors"); cs && cs->is_object()) {
@@ -482,6 +488,67 @@ struct event_subscriptions::impl {
         return error(errc::timeout);
     }
 
+    // A trimmed partition (firstEntry > 0): the broker's read_compacted reader starts at the
+    // first readable entry and skips the view's entries below it (doc/events.md, Not done), so
+    // the snapshot would silently miss rows. Count the view entries a reader gets up to the
+    // horizon; fewer than the view holds is an error (errc::broker), never a partial image.
+    result<void> verify_view_readable(const sub_state& s, std::uint32_t p, const stats_info& st,
+                                      deadline_t deadline) {
+        if (st.first_entry <= 0 || st.view_entries <= 0 || st.horizon < 0) {
+            return {};
+        }
+        client::reader_options ro;
+        ro.topic = s.partitions[p];
+        ro.read_compacted = true;
+        ro.receiver_queue_size = 256;
+        ro.start_message_id = client::message_id::earliest();
+        auto f = cl.create_reader(ro, asio::use_future);
+        auto r = wait(f, deadline);
+        if (!r) {
+            return error(r.error() == make_error_code(errc::timeout) ? errc::timeout : errc::broker);
+        }
+        auto rd = *r;
+        auto done = [&rd](result<void> out) {
+            rd.close([](result<void>) {});
+            return out;
+        };
+        std::int64_t entries = 0;
+        std::int64_t last = -1;
+        while (true) {
+            auto af = rd.has_message_available(asio::use_future);
+            auto a = wait(af, deadline);
+            if (!a) {
+                return done(error(a.error() == make_error_code(errc::timeout) ? errc::timeout
+                                                                              : errc::broker));
+            }
+            if (!*a) {
+                break;
+            }
+            auto mf = rd.read_next(asio::use_future);
+            auto m = wait(mf, deadline);
+            if (!m) {
+                return done(error(m.error() == make_error_code(errc::timeout) ? errc::timeout
+                                                                              : errc::broker));
+            }
+            if (msg_entry(*m) > st.horizon) {
+                break;
+            }
+            if (msg_entry(*m) != last) {
+                ++entries;
+                last = msg_entry(*m);
+            }
+        }
+        if (entries < st.view_entries) {
+            NEREUS_LOG(events_log(), err,
+                       "subscription {}: {} is trimmed to entry {} and a read_compacted reader "
+                       "gets {} of the view's {} entries: refusing an incomplete snapshot",
+                       s.reg.subscription, s.partitions[p], st.first_entry, entries,
+                       st.view_entries);
+            return done(error(errc::broker));
+        }
+        return done({});
+    }
+
     result<bootstrap_info> bootstrap_locked(sub_state& s, bool resnapshot, deadline_t deadline) {
         const auto n = static_cast<std::uint32_t>(s.partitions.size());
         // 1. Hold the history: the durable source subscription exists before the barrier is
@@ -506,6 +573,7 @@ struct event_subscriptions::impl {
             if (!x) {
                 return error(x.error());
             }
+            NEREUS_TRY(verify_view_readable(s, p, *x, deadline));
             st[p] = *x;
         }
         // 3. The new epoch (one CAS).
@@ -684,12 +752,28 @@ struct event_subscriptions::impl {
         page pg;
         pg.kind = delivery_kind::event;
         pg.epoch = rec.epoch;
-        // 1. An expired lease is re-leased first (its page is redelivered, to anyone).
+        const bool ordered = s.pol.order == lease_order::per_partition;
+        pg.in_order = ordered;
+        // Partitions with a leased page (ordered: nothing later of them is leased meanwhile).
+        std::vector<bool> busy(rec.partitions, false);
+        for (const auto& [k, l] : rec.leases) {
+            if (k.first < rec.partitions) {
+                busy[k.first] = true;
+            }
+        }
+        // 1. An expired lease is re-leased first (its page is redelivered, to anyone). Ordered:
+        //    only the partition's earliest leased page (a record written under `unordered` may
+        //    hold several; they are then redelivered one after the other, in order).
+        std::vector<bool> seen(rec.partitions, false);
         for (auto& [k, l] : rec.leases) {
-            if (l.expiry_ms > now) {
+            const auto [p, from] = k;
+            const bool earliest = p < rec.partitions && !seen[p];
+            if (p < rec.partitions) {
+                seen[p] = true;
+            }
+            if (l.expiry_ms > now || (ordered && !earliest)) {
                 continue;
             }
-            const auto [p, from] = k;
             NEREUS_TRY(position_reader(s, p, false, from, rec, deadline));
             auto& pr = s.readers[p];
             bool exhausted = false;
@@ -713,9 +797,13 @@ struct event_subscriptions::impl {
             l.expiry_ms = now + s.pol.lease.count();
             return std::optional<page>(std::move(pg));
         }
-        // 2. The next unleased entries of a partition (round robin).
+        // 2. The next unleased entries of a partition (round robin). Ordered: only of a
+        //    partition with no leased page, so a page whose holder died is never overtaken.
         for (std::uint32_t i = 0; i < rec.partitions; ++i) {
             const auto p = (s.rr + i) % rec.partitions;
+            if (ordered && busy[p]) {
+                continue;
+            }
             const auto from = rec.next[p];
             NEREUS_TRY(position_reader(s, p, false, from, rec, deadline));
             auto& pr = s.readers[p];

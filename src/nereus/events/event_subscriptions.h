@@ -37,7 +37,10 @@
 // first page, same epoch and barrier, once its holder's lease expired: the image is replaced
 // as a whole), SNAPSHOT always starts a new epoch (and so disturbs any process sharing it).
 // The snapshot is leased to one holder at a time and delivered one page at a time: poll
-// returns the same SNAPSHOT page until it is acked. EVENT pages are leased independently. Expiry (the source subscription was deleted, its
+// returns the same SNAPSHOT page until it is acked. EVENT pages: under the policy's default
+// lease_order::per_partition at most one page per partition is leased at a time (the next one
+// after the previous was acked; an expired page before anything later), so a projection's
+// apply_once sees each partition in order; `unordered` leases pages independently. Expiry (the source subscription was deleted, its
 // cursor moved past the committed one, or the history after it was trimmed): STOP → every
 // poll/ack is errc::expired; RESNAPSHOT → a new epoch whose SNAPSHOT deliveries are marked.
 // A timeout (errc::timeout) says nothing about expiry and changes nothing.

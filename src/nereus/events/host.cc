@@ -137,6 +137,15 @@ batch_handler projection_handler(projection_repository& repo) {
             }
             return completed({});
         }
+        if (!pg.in_order) {
+            // lease_order::unordered: an earlier page may still come back after this one, and
+            // apply_once would then skip it as already applied. Refused, never applied.
+            NEREUS_LOG(events_log(), err,
+                       "projection_handler: EVENT page through {}:{} leased out of order "
+                       "(policy lease_order::unordered); apply_once needs per_partition",
+                       pg.through.partition, pg.through.sequence);
+            return completed(error(errc::invalid_argument));
+        }
         for (const auto& d : pg.events) {
             auto bytes = d.payload();
             if (!bytes) {

@@ -10,7 +10,9 @@
 //
 // projection_handler(repo) is the standard handler of the worked scenario: SNAPSHOT pages are
 // collected and, at snapshot_complete, replace_atomically(barriers, image); EVENTs go through
-// apply_once (so a redelivery after a crash between apply and ack changes nothing).
+// apply_once (so a redelivery after a crash between apply and ack changes nothing). It needs
+// the policy's default lease_order::per_partition (pages of a partition applied in order; a
+// page leased under `unordered` fails with errc::invalid_argument and is never applied).
 //
 // Ownership: run() borrows the event_subscriptions and the handler for its duration.
 // Thread-safety: one run() per registration at a time; it blocks its thread.

@@ -37,6 +37,22 @@ enum class ownership {
 
 // The only payloads that decode: messages carrying the property `format_property` with the
 // value "<name>/v<version>" (e.g. "order/v1"). Anything else is errc::unadmitted_format.
+// How the EVENT pages of one source partition are leased to the processes sharing an identity.
+enum class lease_order {
+    // The default. At most one leased, unacknowledged page per partition: the next page of a
+    // partition is leased only after the previous one was acknowledged, and a page whose holder
+    // died is redelivered (after its lease) before anything later. Required by a projection
+    // that uses apply_once (projection_handler): its per-partition applied-cursor check would
+    // take an earlier page that arrives after a later one for "already applied" and lose it.
+    // Partitions are still leased to different processes in parallel.
+    per_partition,
+    // Several pages of one partition leased at once to different holders (more parallelism on
+    // one partition). A page whose holder died can then come back after later pages were
+    // applied: only for consumers that are idempotent per key without a cursor high-water mark.
+    // projection_handler refuses such pages (errc::invalid_argument).
+    unordered,
+};
+
 struct admitted_format {
     std::string name = "event";
     std::uint32_t version = 1;
@@ -65,6 +81,7 @@ struct policy {
     restart_policy restart = restart_policy::resume;
     expiry_policy expiry = expiry_policy::stop;
     ownership owner = ownership::shared_leases;
+    lease_order order = lease_order::per_partition;
 };
 
 enum class filter_mode {

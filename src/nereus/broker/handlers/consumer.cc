@@ -329,22 +329,70 @@ void connection::handle_get_last_message_id(const proto::frame_view& f) {
         error_reply(req, proto::error_kind::bad_request, "Consumer not found");
         return;
     }
-    const auto& t = *it->second.t;
+    if (it->second.sub->read_compacted()) {
+        deferred_ = true;  // the compacted view may need loading (blocking): on the pool
+        return;
+    }
+    reply_last_message_id(req, it->second, nullptr);
+}
+
+// read_compacted (Pulsar's behaviour, apache/pulsar#13533): when the compaction horizon
+// reaches the end of the log, the last message such a reader can still receive is the view's
+// last entry, not the log's — the log's tail may be tombstones (or superseded versions) that
+// the view dropped, and a reader told otherwise waits in has_message_available/read_next for a
+// message that never comes. With a horizon short of the log's end the log's last entry stands.
+awaitable<void> connection::handle_get_last_message_id_compacted(const proto::frame_view& f) {
+    const auto& g = f.command().getlastmessageid();
+    const auto req = g.request_id();
+    auto it = consumers_.find(g.consumer_id());
+    if (it == consumers_.end()) {
+        error_reply(req, proto::error_kind::bad_request, "Consumer not found");
+        co_return;
+    }
+    auto st = it->second;
+    std::shared_ptr<const compacted_view> view;
+    if (auto comp = st.sub->compaction()) {
+        co_await offload([&] {
+            if (auto v = comp->view()) {
+                view = *v;
+            }
+        });
+    }
+    reply_last_message_id(req, st, view.get());
+}
+
+void connection::reply_last_message_id(std::uint64_t req, const consumer_state& st,
+                                       const compacted_view* view) {
+    const auto& t = *st.t;
     proto::message_id last;
     last.ledger_id = proto::no_position;
     last.entry_id = proto::no_position;
     if (t.name().partition) {
         last.partition = static_cast<std::int32_t>(*t.name().partition);
     }
-    if (auto le = it->second.t->store().last_entry()) {
+    if (auto le = st.t->store().last_entry()) {
         last.ledger_id = le->pos.ledger_id;
         last.entry_id = le->pos.entry_id;
         if (le->batch_size > 1) {
             last.batch_index = static_cast<std::int32_t>(le->batch_size - 1);
         }
+        if (view != nullptr && view->ledger_id == le->pos.ledger_id &&
+            view->end >= le->pos.entry_id + 1) {
+            last.batch_index = -1;
+            if (view->entries.empty()) {
+                last.ledger_id = proto::no_position;
+                last.entry_id = proto::no_position;
+            } else {
+                const auto& e = view->entries.back();
+                last.entry_id = e.entry_id;
+                if (e.batch_size > 1) {
+                    last.batch_index = static_cast<std::int32_t>(e.batch_size - 1);
+                }
+            }
+        }
     }
     std::optional<proto::message_id> md;
-    if (auto p = it->second.sub->mark_delete_position()) {
+    if (auto p = st.sub->mark_delete_position()) {
         md = proto::message_id{p->ledger_id, p->entry_id};
     }
     write_frame([&](proto::frame_buffer& b) {
