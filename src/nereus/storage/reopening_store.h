@@ -42,7 +42,7 @@ struct reopen_options {
     // How often the thread checks whether the store failed (an atomic load).
     std::chrono::milliseconds check_interval{200};
     // Upper bound of the backoff between failed reopen attempts.
-    std::chrono::milliseconds max_backoff{10'000};
+    std::chrono::milliseconds max_backoff{5'000};
 };
 
 class reopening_store final : public stream_store {
