@@ -50,12 +50,16 @@ test-asan: deps
 	$(SAN_CTEST)
 
 # TSan (not in CI). tsan.supp: only uninstrumented Debian libraries, a reason per entry.
+# TSAN_MODULES="storage base" narrows it to those tests/unit/<module> (default: all of them).
+TSAN_MODULES ?= $(notdir $(wildcard tests/unit/*))
+TSAN_EMPTY :=
+TSAN_REGEX := ^($(subst $(TSAN_EMPTY) $(TSAN_EMPTY),|,$(strip $(TSAN_MODULES))))_unit_tests\.
 test-tsan: deps
 	cmake -S . -B build-tsan $(SAN_CMAKE) -DNEREUS_SANITIZE=thread
-	cmake --build build-tsan -j $(JOBS) --target $(UNIT_TESTS)
+	cmake --build build-tsan -j $(JOBS) --target $(addsuffix _unit_tests,$(TSAN_MODULES))
 	cd build-tsan && \
 	TSAN_OPTIONS="suppressions=$(CURDIR)/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
-	$(SAN_CTEST)
+	ctest -R '$(TSAN_REGEX)' --output-on-failure -j $(JOBS) --timeout 900
 
 # The storage benchmark (not part of `make test`: speed is measured, not asserted).
 bench: build

@@ -138,6 +138,10 @@ const std::map<std::string, setter, std::less<>>& keys() {
          signed_in(&standalone_options::retention_size_mb, -1, 1'000'000'000)},
         {"retentionCheckIntervalInSeconds",
          unsigned_in(&standalone_options::retention_check_interval_s, 1, 86'400)},
+        {"managedLedgerMaxEntriesPerLedger",
+         unsigned_in(&standalone_options::max_entries_per_ledger, 1, 1'000'000'000)},
+        {"managedLedgerMinLedgerRolloverTimeMinutes",
+         unsigned_in(&standalone_options::min_ledger_rollover_minutes, 0, 1'000'000)},
     };
     return k;
 }

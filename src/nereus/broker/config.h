@@ -30,6 +30,9 @@
 //   defaultRetentionTimeInMinutes  keep acked data this long (-1 unlimited; 0: delete at once)
 //   defaultRetentionSizeInMB       keep the newest this many MB of acked data (-1 unlimited)
 //   retentionCheckIntervalInSeconds  period of the retention pass (trims every open topic)
+//   managedLedgerMaxEntriesPerLedger  a stream segment rolls at this many entries ...
+//   managedLedgerMinLedgerRolloverTimeMinutes  ... once it is this old (segments are what
+//                                  retention deletes)
 //
 // Thread-safety: a pure function of its inputs.
 

@@ -16,6 +16,7 @@
 #include "nereus/objects/errc.h"
 #include "nereus/objects/fs_object_store.h"
 #include "nereus/proto/server_error.h"
+#include "nereus/storage/reopening_store.h"
 #include "nereus/storage/stream_store.h"
 
 #include <condition_variable>
@@ -466,7 +467,12 @@ public:
         }
         auto fs = options_.fs != nullptr ? options_.fs : posix_file_system();
         if (!shared()) {
-            auto s = storage::stream_store::open(fs, options_.data_dir + "/streams");
+            // Fail-stop after a write/sync error, reopened in-process once the fault clears
+            // (storage/reopening_store.h): sends get SEND_ERROR meanwhile, never a receipt.
+            storage::store_options so;
+            so.segment_max_entries = options_.segment_max_entries;
+            so.segment_min_age = options_.segment_min_age;
+            auto s = storage::reopening_store::open(fs, options_.data_dir + "/streams", so);
             if (!s) {
                 return nereus::error(s.error());
             }

@@ -68,6 +68,12 @@ struct ledger_backend_options {
     // (managed_ledger::trim: protection floor, PROTECTION_PENDING and reservations respected,
     // crash-safe). Zero: no periodic pass (run_retention() still works).
     std::chrono::milliseconds retention_interval{0};
+    // Stream segment roll by entry count, once the segment is `segment_min_age` old
+    // (storage::store_options; Pulsar's managedLedgerMaxEntriesPerLedger /
+    // managedLedgerMinLedgerRolloverTimeMinutes). Retention deletes whole sealed segments
+    // only, so without this a small topic never frees its acked data. 0: bytes only (64 MiB).
+    std::uint64_t segment_max_entries = 0;
+    std::chrono::milliseconds segment_min_age{0};
     // Tests: the ledgers' persistence-step hook (ledger::ledger_options::fault_hook).
     std::function<bool(std::string_view)> ledger_fault_hook;
 };

@@ -25,6 +25,8 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
     lo.retention_time_ms = o.retention_time_minutes < 0 ? -1 : o.retention_time_minutes * 60'000;
     lo.retention_size_bytes = o.retention_size_mb < 0 ? -1 : o.retention_size_mb << 20;
     lo.retention_interval = std::chrono::seconds(o.retention_check_interval_s);
+    lo.segment_max_entries = o.max_entries_per_ledger;
+    lo.segment_min_age = std::chrono::minutes(o.min_ledger_rollover_minutes);
     auto backend = ledger_backend::open(lo);
     if (!backend) {
         std::fprintf(stderr, "nereus standalone: cannot open data directory %s%s%s: %s\n",

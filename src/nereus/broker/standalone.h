@@ -42,6 +42,11 @@ struct standalone_options {
     std::int64_t retention_time_minutes = 0;
     std::int64_t retention_size_mb = 0;
     std::uint32_t retention_check_interval_s = 120;
+    // Stream segment roll by entry count once the segment is old enough (Pulsar's
+    // managedLedgerMaxEntriesPerLedger / managedLedgerMinLedgerRolloverTimeMinutes, Pulsar's
+    // defaults): retention deletes whole sealed segments only. 64 MiB rolls regardless.
+    std::uint64_t max_entries_per_ledger = 50'000;
+    std::uint32_t min_ledger_rollover_minutes = 10;
 };
 
 class server;

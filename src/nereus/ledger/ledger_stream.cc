@@ -38,6 +38,10 @@ void ledger_stream::on_appended(cursor::offset at, std::int64_t publish_time, st
         const std::lock_guard lock(mu_);
         if (built_ && at == indexed_end_) {
             add_locked(at, publish_time, bytes);
+        } else if (built_ && at > indexed_end_) {
+            // A gap: entries below `at` were never confirmed here (a failed append that the
+            // stream log's in-process reopen recovered, intact). Rebuild on the next lookup.
+            built_ = false;
         }
     }
     cursor::offset cur = end_.load();

@@ -414,7 +414,8 @@ result<void> journaled_store::write_records(stream_state& st, std::span<const by
         NEREUS_ASSERT(format::decode_record_header(rec.data()).offset == st.write_offset,
                       "stream {:016x}: record offset {} != write offset {}", st.id,
                       format::decode_record_header(rec.data()).offset, st.write_offset);
-        if (st.active_bytes > 0 && st.active_bytes + rec.size() > opts_.segment_max_bytes) {
+        if (st.active_bytes > 0 && (st.active_bytes + rec.size() > opts_.segment_max_bytes ||
+                                    entry_roll_due(st))) {
             NEREUS_TRY(flush_records(*f, pos));
             NEREUS_TRY(roll_segment(st, f));
             pos = 0;
@@ -432,6 +433,15 @@ result<void> journaled_store::write_records(stream_state& st, std::span<const by
     mark_dirty(st);
     publish(st);
     return {};
+}
+
+bool journaled_store::entry_roll_due(const stream_state& st) const {
+    if (opts_.segment_max_entries == 0 ||
+        st.write_offset - st.active_base < opts_.segment_max_entries) {
+        return false;
+    }
+    return opts_.segment_min_age.count() <= 0 ||
+           std::chrono::steady_clock::now() - st.active_since >= opts_.segment_min_age;
 }
 
 result<void> journaled_store::roll_segment(stream_state& st, std::shared_ptr<file>& f) {
@@ -464,6 +474,7 @@ result<void> journaled_store::roll_segment(stream_state& st, std::shared_ptr<fil
     }
     st.active_base = base;
     st.active_bytes = 0;
+    st.active_since = std::chrono::steady_clock::now();
     st.index_any = false;
     st.index_last_pos = 0;
     stat_segment_rolls_.fetch_add(1, std::memory_order_relaxed);

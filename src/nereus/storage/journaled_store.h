@@ -58,6 +58,7 @@ public:
     result<void> close() override;
     std::optional<corruption_info> last_corruption() const override;
     store_stats stats() const override;
+    bool failed() const override { return failed_.load(); }
 
 private:
     struct pending_append {
@@ -103,6 +104,8 @@ private:
     result<void> write_records(stream_state& st, std::span<const bytes_view> records);
     result<void> flush_records(file& f, std::uint64_t& pos);
     result<void> roll_segment(stream_state& st, std::shared_ptr<file>& f);
+    // The active segment holds segment_max_entries and is segment_min_age old.
+    [[nodiscard]] bool entry_roll_due(const stream_state& st) const;
     void publish(stream_state& st);
     void mark_dirty(stream_state& st);
     void fail_store(std::error_code ec);

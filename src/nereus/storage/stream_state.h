@@ -13,6 +13,7 @@
 #include "nereus/base/file_system.h"
 #include "nereus/storage/segment_index.h"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -58,6 +59,9 @@ struct stream_state {
     // Writer fields (committer thread only).
     std::uint64_t active_base = 0;
     std::uint64_t active_bytes = 0;
+    // When the active segment was started (rolled to) or the store opened: its age for
+    // store_options::segment_min_age.
+    std::chrono::steady_clock::time_point active_since = std::chrono::steady_clock::now();
     std::uint64_t write_offset = 0;  // offset the next written record must have
     bool index_any = false;          // the active segment has an index entry
     std::uint64_t index_last_pos = 0;

@@ -97,6 +97,9 @@ public:
     // Details of the last corruption a read found (the error code names only its kind).
     [[nodiscard]] virtual std::optional<corruption_info> last_corruption() const = 0;
     [[nodiscard]] virtual store_stats stats() const = 0;
+    // True once an I/O error on the commit path put the store into its failed state (it then
+    // refuses every append and read until reopened; reopening_store.h does that in-process).
+    [[nodiscard]] virtual bool failed() const { return false; }
 };
 
 }  // namespace nereus::storage

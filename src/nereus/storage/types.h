@@ -41,6 +41,12 @@ struct stream_info {
 struct store_options {
     // A stream's active segment rolls before a record would make it exceed this size.
     std::uint64_t segment_max_bytes = 64ULL << 20;
+    // It also rolls once it holds this many entries and is at least segment_min_age old
+    // (Pulsar's managedLedgerMaxEntriesPerLedger / managedLedgerMinLedgerRolloverTimeMinutes):
+    // whole sealed segments are what a trim can delete, so small topics need this to free
+    // acked data. 0: no roll by entry count. The age counts from the roll (or the open).
+    std::uint64_t segment_max_entries = 0;
+    std::chrono::milliseconds segment_min_age{0};
     // A journal file rolls (new file + directory sync) once it reaches this size.
     std::uint64_t journal_max_bytes = 64ULL << 20;
     // A checkpoint starts once this many journal bytes were written since the last one.

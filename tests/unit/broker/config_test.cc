@@ -91,11 +91,26 @@ TEST(StandaloneConfig, RetentionKeysUsePulsarNamesAndMinusOneIsUnlimited) {
     EXPECT_EQ(o.retention_size_mb, 512);
     EXPECT_EQ(o.retention_check_interval_s, 5u);
     for (const char* bad : {"defaultRetentionTimeInMinutes=-2\n", "defaultRetentionSizeInMB=x\n",
-                            "retentionCheckIntervalInSeconds=0\n"}) {
+                            "retentionCheckIntervalInSeconds=0\n",
+                            "managedLedgerMaxEntriesPerLedger=0\n",
+                            "managedLedgerMinLedgerRolloverTimeMinutes=-1\n"}) {
         standalone_options b;
         EXPECT_FALSE(parse_standalone_config(bad, "bad.conf", b)) << bad;
         EXPECT_EQ(b.retention_time_minutes, 0) << bad;
     }
+}
+
+TEST(StandaloneConfig, SegmentRollKeysUsePulsarNamesAndDefaults) {
+    standalone_options o;
+    EXPECT_EQ(o.max_entries_per_ledger, 50'000U);  // Pulsar's defaults
+    EXPECT_EQ(o.min_ledger_rollover_minutes, 10U);
+    auto r = parse_standalone_config(
+        "managedLedgerMaxEntriesPerLedger=1000\n"
+        "managedLedgerMinLedgerRolloverTimeMinutes=0\n",
+        "t.conf", o);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(o.max_entries_per_ledger, 1000U);
+    EXPECT_EQ(o.min_ledger_rollover_minutes, 0U);
 }
 
 TEST(StandaloneConfig, BadInputFailsClosedWithTheLine) {

@@ -139,6 +139,42 @@ TEST_F(BrokerRetention, AckedByEverySubscriptionIsDeletedLaggingOneHoldsTheRest)
     EXPECT_EQ(first(), 60U);
 }
 
+// Segments roll at 64 MiB, so a small topic's acked data stays on disk (only the first
+// readable entry moves) unless its segment also rolls by entry count
+// (managedLedgerMaxEntriesPerLedger, here 10, no minimum age): then retention deletes the
+// sealed segments below the acked position.
+TEST_F(BrokerRetention, SmallTopicFreesAckedDataOnceItsSegmentRolled) {
+    options_.segment_max_entries = 10;
+    open();
+    auto a = sub("a");
+    append_n(35);
+    ack_through(*a, 34);
+    const auto rep = backend_->run_retention();
+    EXPECT_EQ(rep.trimmed, 35U);
+    EXPECT_EQ(rep.errors, 0U);
+    EXPECT_EQ(first(), 35U);
+    EXPECT_EQ(topic_->details().first_stored, 30U)
+        << "the segments [0,10) [10,20) [20,30) are deleted; the active one [30,35) stays";
+    // Still serves from there, and keeps the freed layout across a restart.
+    append_n(2);
+    close();
+    open();
+    EXPECT_EQ(first(), 35U);
+    EXPECT_EQ(topic_->details().first_stored, 30U);
+    auto again = sub("a");
+    EXPECT_EQ(delivered(*again), (std::vector<std::uint64_t>{35, 36}));
+}
+
+TEST_F(BrokerRetention, SmallTopicWithoutTheEntryRollKeepsItsSegment) {
+    open();  // segment_max_entries = 0: bytes only
+    auto a = sub("a");
+    append_n(35);
+    ack_through(*a, 34);
+    EXPECT_EQ(backend_->run_retention().trimmed, 35U);
+    EXPECT_EQ(first(), 35U);
+    EXPECT_EQ(topic_->details().first_stored, 0U) << "one active segment: nothing deleted";
+}
+
 TEST_F(BrokerRetention, TopicWithoutSubscriptionsKeepsNothingAndTrimSurvivesRestart) {
     open();
     append_n(35);
