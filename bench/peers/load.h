@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nereus::bench {
@@ -89,6 +91,73 @@ inline std::uint64_t intended_ns(const plan& p, std::uint64_t start, std::uint64
                       : now;
 }
 
+// The windowed producer loop the Redis and RabbitMQ generators share: at most p.window
+// publishes in flight, each sent once its intended time has come (rate mode), its intended
+// time kept by index so that its receipt's latency is measured from it. Receipts complete the
+// oldest publish in flight (both systems answer in publish order). Sets st.start_ns.
+class send_window {
+public:
+    send_window(const plan& p, producer_stats& st)
+        : p_(p), st_(st), buf_(p.size, 'x'), sent_at_(p.count) {
+        st_.start_ns = now_ns();
+        deadline_ = st_.start_ns + static_cast<std::uint64_t>(p.timeout * 1e9);
+    }
+
+    [[nodiscard]] bool done() const { return st_.acked >= p_.count; }
+    [[nodiscard]] bool timed_out(std::uint64_t now) const { return now > deadline_; }
+    [[nodiscard]] bool nothing_in_flight() const { return sent_ == st_.acked; }
+
+    // Publishes every message that may go at `now` (window open, intended time reached): fills
+    // the payload buffer, then calls publish(buffer), which returns "" or an error text (then
+    // returned at once, that message not counted as sent).
+    template <class Publish>
+    std::string send_due(std::uint64_t now, Publish&& publish) {
+        while (sent_ < p_.count && sent_ - st_.acked < p_.window) {
+            const auto t = intended_ns(p_, st_.start_ns, sent_, now);
+            if (t > now) {
+                break;
+            }
+            fill_payload(buf_.data(), p_.size, sent_, t);
+            if (std::string e = publish(buf_); !e.empty()) {
+                return e;
+            }
+            sent_at_[sent_] = t;
+            ++sent_;
+        }
+        return {};
+    }
+
+    // Rate mode with the window open: nanoseconds until the next send is due (0: now).
+    // Otherwise nullopt: wait for a receipt.
+    [[nodiscard]] std::optional<std::uint64_t> next_send_in() const {
+        if (sent_ < p_.count && sent_ - st_.acked < p_.window && p_.rate > 0) {
+            const auto now = now_ns();
+            const auto t = intended_ns(p_, st_.start_ns, sent_, now);
+            return t > now ? t - now : 0;
+        }
+        return std::nullopt;
+    }
+
+    // The oldest publish in flight got its receipt at `now`: latency recorded, acked.
+    void receipt(std::uint64_t now) {
+        st_.publish.add_ns(now - sent_at_[st_.acked]);
+        ++st_.acked;
+    }
+    // The oldest publish in flight got an error answer: counted as an error, not a latency.
+    void failed() {
+        ++st_.errors;
+        ++st_.acked;
+    }
+
+private:
+    const plan& p_;
+    producer_stats& st_;
+    std::vector<char> buf_;
+    std::vector<std::uint64_t> sent_at_;
+    std::uint64_t sent_ = 0;
+    std::uint64_t deadline_ = 0;
+};
+
 class producer {
 public:
     virtual ~producer() = default;
@@ -113,5 +182,15 @@ struct system_hooks {
 // Parses argv (--mode --count --size --window --rate --duration --timeout --port --name
 // --label), runs the plan and prints one `result:` line. Returns the exit status.
 int run_main(int argc, char** argv, const system_hooks& hooks);
+
+// The same for a system whose producer and consumer are constructed from the plan.
+template <class Producer, class Consumer>
+int run_main(int argc, char** argv, std::function<std::string(const plan&)> setup) {
+    system_hooks h;
+    h.setup = std::move(setup);
+    h.make_producer = [](const plan& p) { return std::make_unique<Producer>(p); };
+    h.make_consumer = [](const plan& p) { return std::make_unique<Consumer>(p); };
+    return run_main(argc, argv, h);
+}
 
 }  // namespace nereus::bench

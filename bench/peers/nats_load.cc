@@ -170,8 +170,8 @@ private:
 
 int main(int argc, char** argv) {
     using namespace nereus::bench;
-    system_hooks h;
-    h.setup = [](const plan& p) -> std::string {
+    // Creates the stream and its durable consumer before the run.
+    const auto setup = [](const plan& p) -> std::string {
         connection c(p, nullptr);
         if (!c.err.empty()) return c.err;
         const std::string subj = p.name + ".m";
@@ -200,10 +200,8 @@ int main(int argc, char** argv) {
         jsConsumerInfo_Destroy(ci);
         return "";
     };
-    h.make_producer = [](const plan& p) { return std::make_unique<nats_producer>(p); };
-    h.make_consumer = [](const plan& p) { return std::make_unique<nats_consumer>(p); };
     nats_Open(-1);
-    const int rc = run_main(argc, argv, h);
+    const int rc = run_main<nats_producer, nats_consumer>(argc, argv, setup);
     nats_Close();
     return rc;
 }

@@ -65,39 +65,29 @@ public:
         if (!c_.err.empty()) return c_.err;
         amqp_confirm_select(c_.conn, 1);
         if (auto e = reply_error(amqp_get_rpc_reply(c_.conn), "confirm.select"); !e.empty()) return e;
-        std::vector<char> buf(p.size, 'x');
-        std::vector<std::uint64_t> sent_at(p.count);
         amqp_basic_properties_t props{};
         props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
         props.delivery_mode = 2;
         const amqp_bytes_t queue = amqp_cstring_bytes(p.name.c_str());
-        std::uint64_t sent = 0;
-        st.start_ns = now_ns();
-        const std::uint64_t deadline = st.start_ns + static_cast<std::uint64_t>(p.timeout * 1e9);
-        while (st.acked < p.count) {
-            std::uint64_t now = now_ns();
-            if (now > deadline) return "timeout";
-            while (sent < p.count && sent - st.acked < p.window) {
-                const auto t = intended_ns(p, st.start_ns, sent, now);
-                if (t > now) break;
-                fill_payload(buf.data(), p.size, sent, t);
-                const int rc = amqp_basic_publish(c_.conn, 1, amqp_empty_bytes, queue, 0, 0, &props,
-                                                  amqp_bytes_t{buf.size(), buf.data()});
-                if (rc != AMQP_STATUS_OK) return std::string("publish: ") + amqp_error_string2(rc);
-                sent_at[sent] = t;
-                ++sent;
-            }
+        send_window w(p, st);
+        const auto publish = [&](std::vector<char>& buf) -> std::string {
+            const int rc = amqp_basic_publish(c_.conn, 1, amqp_empty_bytes, queue, 0, 0, &props,
+                                              amqp_bytes_t{buf.size(), buf.data()});
+            if (rc != AMQP_STATUS_OK) return std::string("publish: ") + amqp_error_string2(rc);
+            return "";
+        };
+        while (!w.done()) {
+            const auto now = now_ns();
+            if (w.timed_out(now)) return "timeout";
+            if (auto e = w.send_due(now, publish); !e.empty()) return e;
             timeval tv{0, 0};
             timeval* tvp = nullptr;  // block until a frame arrives
-            if (sent < p.count && sent - st.acked < p.window && p.rate > 0) {
-                now = now_ns();
-                const auto t = intended_ns(p, st.start_ns, sent, now);
-                const auto d = t > now ? t - now : 0;
-                tv.tv_sec = static_cast<long>(d / 1000000000ULL);
-                tv.tv_usec = static_cast<long>((d % 1000000000ULL) / 1000);
+            if (const auto d = w.next_send_in()) {
+                tv.tv_sec = static_cast<long>(*d / 1000000000ULL);
+                tv.tv_usec = static_cast<long>((*d % 1000000000ULL) / 1000);
                 tvp = &tv;
             }
-            if (sent == st.acked && tvp == nullptr) continue;
+            if (w.nothing_in_flight() && tvp == nullptr) continue;
             amqp_frame_t f;
             const int rc = amqp_simple_wait_frame_noblock(c_.conn, &f, tvp);
             if (rc == AMQP_STATUS_TIMEOUT) continue;
@@ -122,8 +112,7 @@ public:
                 const std::uint64_t upto = multiple ? tag : tag;
                 while (st.acked < upto) {
                     if (!multiple && st.acked + 1 != tag) break;
-                    st.publish.add_ns(t - sent_at[st.acked]);
-                    ++st.acked;
+                    w.receipt(t);
                 }
                 st.last_ack_ns = t;
             } else if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
@@ -186,8 +175,8 @@ private:
 
 int main(int argc, char** argv) {
     using namespace nereus::bench;
-    system_hooks h;
-    h.setup = [](const plan& p) -> std::string {
+    // Declares the durable quorum queue before the run.
+    const auto setup = [](const plan& p) -> std::string {
         connection c(p);
         if (!c.err.empty()) return c.err;
         amqp_table_entry_t e;
@@ -198,7 +187,5 @@ int main(int argc, char** argv) {
         amqp_queue_declare(c.conn, 1, amqp_cstring_bytes(p.name.c_str()), 0, 1, 0, 0, args);
         return reply_error(amqp_get_rpc_reply(c.conn), "queue.declare");
     };
-    h.make_producer = [](const plan& p) { return std::make_unique<rabbit_producer>(p); };
-    h.make_consumer = [](const plan& p) { return std::make_unique<rabbit_consumer>(p); };
-    return run_main(argc, argv, h);
+    return run_main<rabbit_producer, rabbit_consumer>(argc, argv, setup);
 }

@@ -37,35 +37,25 @@ public:
 
     std::string run(const plan& p, producer_stats& st) override {
         if (!c_) return err_;
-        std::vector<char> buf(p.size, 'x');
-        std::vector<std::uint64_t> sent_at(p.count);
-        const char* argv[5] = {"XADD", p.name.c_str(), "*", "d", buf.data()};
+        const char* argv[5] = {"XADD", p.name.c_str(), "*", "d", nullptr};
         const size_t argl[5] = {4, p.name.size(), 1, 1, p.size};
-        std::uint64_t sent = 0;
-        st.start_ns = now_ns();
-        const std::uint64_t deadline = st.start_ns + static_cast<std::uint64_t>(p.timeout * 1e9);
-        while (st.acked < p.count) {
-            std::uint64_t now = now_ns();
-            if (now > deadline) return "timeout";
-            while (sent < p.count && sent - st.acked < p.window) {
-                const auto t = intended_ns(p, st.start_ns, sent, now);
-                if (t > now) break;
-                fill_payload(buf.data(), p.size, sent, t);
-                if (redisAppendCommandArgv(c_, 5, argv, argl) != REDIS_OK) return c_->errstr;
-                sent_at[sent] = t;
-                ++sent;
-            }
+        send_window w(p, st);
+        const auto append = [&](const std::vector<char>& buf) -> std::string {
+            argv[4] = buf.data();
+            if (redisAppendCommandArgv(c_, 5, argv, argl) != REDIS_OK) return c_->errstr;
+            return "";
+        };
+        while (!w.done()) {
+            const auto now = now_ns();
+            if (w.timed_out(now)) return "timeout";
+            if (auto e = w.send_due(now, append); !e.empty()) return e;
             int done = 0;
             while (!done) {
                 if (redisBufferWrite(c_, &done) != REDIS_OK) return c_->errstr;
             }
-            int timeout_ms = -1;
-            if (sent < p.count && sent - st.acked < p.window && p.rate > 0) {
-                now = now_ns();
-                const auto t = intended_ns(p, st.start_ns, sent, now);
-                timeout_ms = t > now ? static_cast<int>((t - now) / 1000000) : 0;
-            }
-            if (sent == st.acked && timeout_ms < 0) continue;
+            const auto next = w.next_send_in();
+            const int timeout_ms = next ? static_cast<int>(*next / 1000000) : -1;
+            if (w.nothing_in_flight() && timeout_ms < 0) continue;
             pollfd pfd{c_->fd, POLLIN, 0};
             if (poll(&pfd, 1, timeout_ms) <= 0) continue;
             if (redisBufferRead(c_) != REDIS_OK) return c_->errstr;
@@ -74,11 +64,10 @@ public:
                 auto* rep = static_cast<redisReply*>(r);
                 const auto t = now_ns();
                 if (rep->type == REDIS_REPLY_ERROR) {
-                    ++st.errors;
+                    w.failed();
                 } else {
-                    st.publish.add_ns(t - sent_at[st.acked]);
+                    w.receipt(t);
                 }
-                ++st.acked;
                 st.last_ack_ns = t;
                 freeReplyObject(rep);
                 r = nullptr;
@@ -176,8 +165,8 @@ private:
 
 int main(int argc, char** argv) {
     using namespace nereus::bench;
-    system_hooks h;
-    h.setup = [](const plan& p) -> std::string {
+    // Creates the stream and its consumer group before the run.
+    const auto setup = [](const plan& p) -> std::string {
         std::string err;
         redisContext* c = connect(p, err);
         if (!c) return err;
@@ -190,7 +179,5 @@ int main(int argc, char** argv) {
         redisFree(c);
         return e;
     };
-    h.make_producer = [](const plan& p) { return std::make_unique<redis_producer>(p); };
-    h.make_consumer = [](const plan& p) { return std::make_unique<redis_consumer>(p); };
-    return run_main(argc, argv, h);
+    return run_main<redis_producer, redis_consumer>(argc, argv, setup);
 }

@@ -6,16 +6,12 @@
 # Usage: self_check.sh path/to/nereus path/to/orders_service
 #        self_check.sh --in-process path/to/orders_service   (the in-process test transport)
 set -euo pipefail
+source "$(dirname "$0")/../../tests/support/standalone.sh"
 nereus=$1
 service=$2
 orders=20
 dir=$(mktemp -d)
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+trap 'standalone_kill; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$dir/broker.log" ] && { echo "--- broker log (tail)"; tail -20 "$dir/broker.log"; }; exit 1; }
 # The output says the same as the service's own self-check.
 check_output() {
@@ -39,28 +35,15 @@ if [ "$nereus" = "--in-process" ]; then
     echo "ok"
     exit 0
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-http_port=$(free_port)
-"$nereus" standalone --data-dir "$dir/data" --port "$port" --http-port "$http_port" \
-    >"$dir/broker.log" 2>&1 &
-pid=$!
-up=0
-for _ in $(seq 1 300); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ "$up" -eq 1 ] || { echo "FAIL: standalone did not listen on $port:"; cat "$dir/broker.log"; exit 1; }
+standalone_start "$nereus" "$dir/data" "$dir/broker.log" || fail "standalone did not start"
 
 rc=0
-timeout 200 "$service" --url "pulsar://127.0.0.1:$port" --orders "$orders" --self-check \
+timeout 200 "$service" --url "pulsar://127.0.0.1:$NEREUS_PORT" --orders "$orders" --self-check \
     --timeout-s 120 >"$dir/out" 2>&1 || rc=$?
 cat "$dir/out"
 [ "$rc" -eq 0 ] || fail "orders_service exited $rc"
 check_output
 
-kill -TERM "$pid"
-wait "$pid" || fail "standalone exited non-zero after SIGTERM"
-pid=""
+standalone_stop TERM
+[ "$NEREUS_RC" -eq 0 ] || fail "standalone exited $NEREUS_RC after SIGTERM"
 echo "ok"

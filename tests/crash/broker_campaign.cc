@@ -52,6 +52,7 @@
 #include "nereus/proto/pulsar_api.h"
 
 #include "support/child_process.h"
+#include "support/standalone_process.h"
 #include "unit/broker/support/wire_client.h"
 #include <algorithm>
 #include <arpa/inet.h>
@@ -71,15 +72,12 @@
 #include <random>
 #include <set>
 #include <signal.h>
-#include <spawn.h>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
-
-extern char** environ;
 
 namespace {
 
@@ -98,26 +96,9 @@ double seconds_since(clock_type::time_point t) {
     return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-        return 0;
-    }
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
 // ---------------------------------------------------------------------------------------------
-// The broker process.
+// The broker process: tests/support/standalone_process.h with the campaign's config file, new
+// free ports at every spawn (no client of a killed life reaches the next one), and its uptime.
 
 class broker_process {
 public:
@@ -125,95 +106,41 @@ public:
                    std::string data_dir,
                    std::string log_path,
                    std::string config_path)
-        : binary_(std::move(binary)),
-          data_dir_(std::move(data_dir)),
-          log_(std::move(log_path)),
-          config_(std::move(config_path)) {}
-    broker_process(const broker_process&) = delete;
-    broker_process& operator=(const broker_process&) = delete;
-    ~broker_process() { kill(); }
+        : proc_({.binary = std::move(binary),
+                 .data_dir = std::move(data_dir),
+                 .log = std::move(log_path),
+                 .args = {"--config", std::move(config_path)}}) {}
 
     // Spawns the broker (stdout and stderr appended to the log) and waits until it answers a
-    // CONNECT, at most `timeout`.
-    bool start(std::chrono::seconds timeout) { return spawn() && wait_ready(timeout); }
+    // CONNECT and the admin health route, at most `timeout`.
+    bool start(std::chrono::seconds timeout) { return spawn() && proc_.wait_ready(timeout); }
 
     // Spawns the broker without waiting for it (a kill during its recovery).
     bool spawn() {
-        port_ = free_port();
-        http_port_ = free_port();
-        if (port_ == 0 || http_port_ == 0 || port_ == http_port_) {
-            return false;
-        }
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_.c_str(),
-                                         O_WRONLY | O_CREAT | O_APPEND, 0644);
-        posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-        const std::string port = std::to_string(port_);
-        const std::string http = std::to_string(http_port_);
-        std::vector<std::string> argv = {binary_,   "standalone", "--data-dir", data_dir_,
-                                         "--port",  port,         "--http-port", http,
-                                         "--bind", "127.0.0.1", "--config", config_};
-        std::vector<char*> args;
-        for (auto& a : argv) {
-            args.push_back(a.data());
-        }
-        args.push_back(nullptr);
-        const int rc = ::posix_spawn(&pid_, binary_.c_str(), &fa, nullptr, args.data(), environ);
-        posix_spawn_file_actions_destroy(&fa);
-        if (rc != 0) {
-            pid_ = -1;
+        proc_.pick_ports();
+        if (!proc_.spawn()) {
             return false;
         }
         started_ = clock_type::now();
         return true;
     }
 
-    bool wait_ready(std::chrono::seconds timeout) {
-        const auto give_up = clock_type::now() + timeout;
-        while (clock_type::now() < give_up) {
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;  // died on its own
-                return false;
-            }
-            if (auto c = wire_client::open(port_); c && c->handshake(20)) {
-                if (http_ok()) {
-                    return true;
-                }
-            }
-            std::this_thread::sleep_for(20ms);
-        }
-        return false;
-    }
-
     // SIGKILL and reap. Returns the uptime in seconds.
     double kill() {
-        if (pid_ <= 0) {
+        if (proc_.pid() <= 0) {
             return 0;
         }
         const double up = seconds_since(started_);
-        ::kill(pid_, SIGKILL);
-        int status = 0;
-        ::waitpid(pid_, &status, 0);
-        pid_ = -1;
+        proc_.kill9();
         return up;
     }
 
-    [[nodiscard]] pid_t pid() const { return pid_; }
-    [[nodiscard]] std::uint16_t port() const { return port_; }
-    [[nodiscard]] std::uint16_t http_port() const { return http_port_; }
+    [[nodiscard]] pid_t pid() const { return proc_.pid(); }
+    [[nodiscard]] std::uint16_t port() const { return proc_.port(); }
+    [[nodiscard]] std::uint16_t http_port() const { return proc_.http_port(); }
 
 private:
-    bool http_ok();
-
-    std::string binary_;
-    std::string data_dir_;
-    std::string log_;
-    std::string config_;
-    pid_t pid_ = -1;
-    std::uint16_t port_ = 0;
-    std::uint16_t http_port_ = 0;
+    nereus::test::standalone_process proc_;
     clock_type::time_point started_{};
 };
 
@@ -297,10 +224,6 @@ std::pair<int, std::string> http_request(std::uint16_t port,
         out = std::move(plain);
     }
     return {status, out};
-}
-
-bool broker_process::http_ok() {
-    return http_request(http_port_, "GET", "/admin/v2/brokers/health", "", 2s).first == 200;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,18 +9,14 @@
 # Usage: tests/install/run.sh [build-dir]   (default: build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/tests/support/standalone.sh"
 build=$(cd "${1:-$root/build}" && pwd)
 # Under the build dir (inside CCACHE_BASEDIR), so ccache hits across runs and clean clones.
 work="$build/install-check"
 rm -rf "$work"
 mkdir -p "$work"
 data=$(mktemp -d)
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-    rm -rf "$data"
-}
-trap cleanup EXIT
+trap 'standalone_kill; rm -rf "$data"' EXIT
 t0=$(date +%s)
 step() { echo "install: [$(($(date +%s) - t0)) s] $*"; }
 
@@ -47,20 +43,10 @@ if command -v ccache >/dev/null 2>&1; then cc=(ccache "${cc[@]}"); fi
 # shellcheck disable=SC2046
 ${CXX:-g++} -o "$work/hello_pc" "$work/hello_pc.o" $(pkg-config --libs nereus-client)
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-http_port=$(free_port)
-step "run against nereus standalone on 127.0.0.1:$port (http $http_port)"
-"$build/nereus" standalone --data-dir "$data/data" --port "$port" --http-port "$http_port" \
-    >"$data/broker.log" 2>&1 &
-pid=$!
-up=0
-for _ in $(seq 1 300); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ "$up" -eq 1 ] || { echo "FAIL: standalone did not listen on $port:"; cat "$data/broker.log"; exit 1; }
+standalone_ports
+port=$NEREUS_PORT
+step "run against nereus standalone on 127.0.0.1:$port (http $NEREUS_HTTP_PORT)"
+standalone_start "$build/nereus" "$data/data" "$data/broker.log" || { echo "FAIL: standalone"; exit 1; }
 
 check() {
     local bin=$1 topic=$2 out
@@ -80,7 +66,6 @@ else
     echo "FAIL: orders_service (nereus::runtime) was not built"; exit 1
 fi
 
-kill -TERM "$pid"
-wait "$pid" || { echo "FAIL: standalone exited non-zero after SIGTERM"; cat "$data/broker.log"; exit 1; }
-pid=""
+standalone_stop TERM
+[ "$NEREUS_RC" -eq 0 ] || { echo "FAIL: standalone exited $NEREUS_RC after SIGTERM"; cat "$data/broker.log"; exit 1; }
 step "ok"

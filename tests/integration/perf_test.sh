@@ -3,22 +3,12 @@
 # every message produced is receipted and consumed (exit 0, counts in the perf-summary line).
 # No timing assertions. Usage: perf_test.sh path/to/nereus
 set -euo pipefail
+source "$(dirname "$0")/../support/standalone.sh"
 nereus=$1
 dir=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-http_port=$(free_port)  # never the default 8080: other tests run at the same time
-"$nereus" standalone --data-dir "$dir/data" --port "$port" --http-port "$http_port" >"$dir/broker.log" 2>&1 &
-pid=$!
-trap 'kill -KILL "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
-up=0
-for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ "$up" -eq 1 ] || { echo "standalone did not listen on $port:"; cat "$dir/broker.log"; exit 1; }
-url="pulsar://127.0.0.1:$port"
+trap 'standalone_kill; rm -rf "$dir"' EXIT
+standalone_start "$nereus" "$dir/data" "$dir/broker.log" || exit 1
+url="pulsar://127.0.0.1:$NEREUS_PORT"
 
 # run NAME EXPECT ARGS...: runs `nereus perf ARGS` (bounded by `timeout`), wants exit 0 and every
 # key=value of EXPECT (space separated) in its perf-summary line.
@@ -58,10 +48,6 @@ run consume "consumed=2000 errors=0" \
     consume --num-messages 2000 --topics it-backlog --subscription-position Earliest \
     --subscription late-sub
 
-kill -TERM "$pid"
-set +e
-wait "$pid"
-rc=$?
-set -e
-[ "$rc" -eq 0 ] || { echo "standalone exited $rc after SIGTERM, want 0:"; cat "$dir/broker.log"; exit 1; }
+standalone_stop TERM
+[ "$NEREUS_RC" -eq 0 ] || { echo "standalone exited $NEREUS_RC after SIGTERM, want 0:"; cat "$dir/broker.log"; exit 1; }
 echo "ok"

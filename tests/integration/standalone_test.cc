@@ -4,99 +4,19 @@
 
 #include <gtest/gtest.h>
 
+#include "support/standalone_process.h"
 #include "support/wire_client.h"
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <filesystem>
-#include <netinet/in.h>
 #include <signal.h>
 #include <string>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <thread>
-#include <unistd.h>
 
 namespace nereus::broker::test {
 namespace {
 
+using nereus::test::standalone_process;
 using proto::command_type;
 
 constexpr std::string_view topic = "persistent://public/default/it";
-
-std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
-class broker_process {
-public:
-    // The admin HTTP port is a free one too (the default 8080 may be taken by another test).
-    broker_process(std::string dir, std::uint16_t port)
-        : dir_(std::move(dir)), port_(port), http_port_(free_port()) {}
-    ~broker_process() { kill(SIGKILL); }
-
-    bool start() {
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            const std::string log = dir_ + ".log";
-            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            const std::string port = std::to_string(port_);
-            const std::string http_port = std::to_string(http_port_);
-            ::execl(NEREUS_BINARY, NEREUS_BINARY, "standalone", "--data-dir", dir_.c_str(),
-                    "--port", port.c_str(), "--http-port", http_port.c_str(),
-                    static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        // Bounded wait until it accepts and answers CONNECT.
-        for (int i = 0; i < 200; ++i) {
-            if (auto c = wire_client::open(port_); c && c->handshake()) {
-                return true;
-            }
-            int st = 0;
-            if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-                pid_ = -1;
-                return false;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(25));
-        }
-        return false;
-    }
-    // Sends `sig` and waits (bounded) for the exit; returns the exit status or -1.
-    int kill(int sig, std::chrono::seconds timeout = std::chrono::seconds(15)) {
-        if (pid_ <= 0) {
-            return -1;
-        }
-        ::kill(pid_, sig);
-        const auto until = std::chrono::steady_clock::now() + timeout;
-        int st = 0;
-        while (std::chrono::steady_clock::now() < until) {
-            if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &st, 0);
-        pid_ = -1;
-        return -1;
-    }
-
-private:
-    std::string dir_;
-    std::uint16_t port_;
-    std::uint16_t http_port_;
-    pid_t pid_ = -1;
-};
 
 class StandaloneTest : public ::testing::Test {
 protected:
@@ -105,9 +25,13 @@ protected:
             (std::filesystem::temp_directory_path() / "nereus-standalone-XXXXXX").string();
         ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
         dir_ = pattern;
-        port_ = free_port();
+        // On free ports over dir_; start() after a stop restarts it on the same ports.
+        broker_ = std::make_unique<standalone_process>(
+            nereus::test::standalone_options{.binary = NEREUS_BINARY, .data_dir = dir_});
+        port_ = broker_->port();
     }
     void TearDown() override {
+        broker_.reset();  // SIGKILLed and reaped if still running
         std::error_code ec;
         std::filesystem::remove_all(dir_, ec);
         std::filesystem::remove(dir_ + ".log", ec);
@@ -176,12 +100,13 @@ protected:
     }
 
     std::string dir_;
+    std::unique_ptr<standalone_process> broker_;
     std::uint16_t port_ = 0;
     std::uint64_t ledger_ = 0;  // the topic's ledger id, learned from MESSAGEs
 };
 
 TEST_F(StandaloneTest, ServesProduceConsumeAndStopsGracefullyOnSigterm) {
-    broker_process b(dir_, port_);
+    auto& b = *broker_;
     ASSERT_TRUE(b.start());
     {
         auto c = client();
@@ -192,7 +117,7 @@ TEST_F(StandaloneTest, ServesProduceConsumeAndStopsGracefullyOnSigterm) {
         for (std::uint64_t e = 0; e < 10; ++e) {
             ASSERT_TRUE(ack(*c, e, 100 + e));
         }
-        EXPECT_EQ(b.kill(SIGTERM), 0);
+        EXPECT_EQ(b.stop(SIGTERM), 0);
         EXPECT_TRUE(c->wait_closed(std::chrono::seconds(2)));
     }
     ASSERT_TRUE(b.start());
@@ -204,11 +129,11 @@ TEST_F(StandaloneTest, ServesProduceConsumeAndStopsGracefullyOnSigterm) {
         want.push_back(e);
     }
     EXPECT_EQ(got, want);
-    EXPECT_EQ(b.kill(SIGINT), 0);
+    EXPECT_EQ(b.stop(SIGINT), 0);
 }
 
 TEST_F(StandaloneTest, SigkillLosesNothingConfirmedAndRestartsOnTheSamePort) {
-    broker_process b(dir_, port_);
+    auto& b = *broker_;
     ASSERT_TRUE(b.start());
     {
         auto c = client();
@@ -219,7 +144,7 @@ TEST_F(StandaloneTest, SigkillLosesNothingConfirmedAndRestartsOnTheSamePort) {
         for (std::uint64_t e = 0; e < 50; ++e) {
             ASSERT_TRUE(ack(*c, e, e));
         }
-        EXPECT_EQ(b.kill(SIGKILL), 128 + SIGKILL);
+        EXPECT_EQ(b.stop(SIGKILL), 128 + SIGKILL);
     }
     ASSERT_TRUE(b.start());  // same port, right away
     auto c = client();
@@ -235,13 +160,13 @@ TEST_F(StandaloneTest, SigkillLosesNothingConfirmedAndRestartsOnTheSamePort) {
     auto last = c->expect(command_type::get_last_message_id_response);
     ASSERT_TRUE(last);
     EXPECT_EQ(last->cmd.getlastmessageidresponse().last_message_id().entryid(), 199U);
-    EXPECT_EQ(b.kill(SIGTERM), 0);
+    EXPECT_EQ(b.stop(SIGTERM), 0);
 }
 
 // Redelivery counts live in the cursor: a nack, an ack whose CAS carries the count, a SIGKILL,
 // and the message comes back with redelivery_count >= 1 (Pulsar would say 0).
 TEST_F(StandaloneTest, RedeliveryCountSurvivesSigkill) {
-    broker_process b(dir_, port_);
+    auto& b = *broker_;
     ASSERT_TRUE(b.start());
     {
         auto c = client();
@@ -259,7 +184,7 @@ TEST_F(StandaloneTest, RedeliveryCountSurvivesSigkill) {
         EXPECT_EQ(m->cmd.message().message_id().entryid(), 0U);
         EXPECT_EQ(m->cmd.message().redelivery_count(), 1U);
         ASSERT_TRUE(ack(*c, 1, 7));  // its CAS writes the recorded count
-        EXPECT_EQ(b.kill(SIGKILL), 128 + SIGKILL);
+        EXPECT_EQ(b.stop(SIGKILL), 128 + SIGKILL);
     }
     ASSERT_TRUE(b.start());
     auto c = client();
@@ -270,7 +195,25 @@ TEST_F(StandaloneTest, RedeliveryCountSurvivesSigkill) {
     EXPECT_EQ(m->cmd.message().message_id().entryid(), 0U);
     EXPECT_GE(m->cmd.message().redelivery_count(), 1U);
     EXPECT_FALSE(c->expect(command_type::message, std::chrono::milliseconds(200)));
-    EXPECT_EQ(b.kill(SIGTERM), 0);
+    EXPECT_EQ(b.stop(SIGTERM), 0);
+}
+
+// The helper itself (tests/support/standalone_process.h): a broker that exits at once (an
+// unknown flag) makes start() fail with the child reaped (pid -1: it saw the exit, not only a
+// timeout); stop() of a broker that is not running says -1.
+TEST_F(StandaloneTest, HelperReportsABrokerThatExitsAtStart) {
+    standalone_process bad({.binary = NEREUS_BINARY,
+                            .data_dir = dir_ + "/bad",
+                            .log = dir_ + ".log",
+                            .args = {"--no-such-flag"}});
+    EXPECT_FALSE(bad.start());
+    EXPECT_EQ(bad.pid(), -1);
+    EXPECT_EQ(bad.stop(SIGTERM), -1);
+    auto& b = *broker_;
+    ASSERT_TRUE(b.start());
+    EXPECT_GT(b.pid(), 0);
+    EXPECT_EQ(b.stop(SIGTERM), 0);
+    EXPECT_EQ(b.stop(SIGTERM), -1);
 }
 
 }  // namespace

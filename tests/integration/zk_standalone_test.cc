@@ -108,7 +108,7 @@ TEST_F(ZkStandalone, ProduceConsumeAckSurviveRestartsWithZooKeeperMetadata) {
         for (int i = 0; i < 10; ++i) {
             ASSERT_TRUE(ack(*c, "m-" + std::to_string(i), 100 + i));
         }
-        EXPECT_EQ(b.kill(SIGTERM), 0);
+        EXPECT_EQ(b.stop(SIGTERM), 0);
     }
     // The cursor roots and the registry live in ZooKeeper, not in an embedded store.
     EXPECT_FALSE(std::filesystem::exists(data + "/meta"));
@@ -120,7 +120,7 @@ TEST_F(ZkStandalone, ProduceConsumeAckSurviveRestartsWithZooKeeperMetadata) {
         for (int i = 10; i < 20; ++i) {
             ASSERT_TRUE(ack(*c, "m-" + std::to_string(i), 200 + i));
         }
-        EXPECT_EQ(b.kill(SIGKILL), 128 + SIGKILL);
+        EXPECT_EQ(b.stop(SIGKILL), 128 + SIGKILL);
     }
     // Right after a SIGKILL the dead process's session still owns the topic; the new process
     // gets it once ZooKeeper expires that session (about a second).
@@ -129,7 +129,7 @@ TEST_F(ZkStandalone, ProduceConsumeAckSurviveRestartsWithZooKeeperMetadata) {
         auto c = subscribed(b);
         ASSERT_TRUE(c);
         ASSERT_EQ(consume_all(*c), range(20, 30));
-        EXPECT_EQ(b.kill(SIGTERM), 0);
+        EXPECT_EQ(b.stop(SIGTERM), 0);
     }
 
     // The same metadata through the --config file's metadataStoreUrl (Pulsar's zk: form).
@@ -143,7 +143,7 @@ TEST_F(ZkStandalone, ProduceConsumeAckSurviveRestartsWithZooKeeperMetadata) {
     auto c = subscribed(viaconf);
     ASSERT_TRUE(c);
     EXPECT_EQ(consume_all(*c), range(20, 30));
-    EXPECT_EQ(viaconf.kill(SIGTERM), 0);
+    EXPECT_EQ(viaconf.stop(SIGTERM), 0);
 }
 
 }  // namespace

@@ -1,151 +1,32 @@
 #pragma once
 
 // Support for the ZooKeeper integration tests: a `nereus standalone` process with arbitrary
-// flags (stopped by its PID; SIGKILL / SIGSTOP / SIGCONT on demand), free ports, and the
-// wire-level steps the tests repeat (lookup, producer, subscribe, send, ack) on the test
-// driver `wire_client`. The ZooKeeper server itself is tests/unit/meta/support/zk_server.h
-// (Debian's zookeeper, tickTime=200, a free port, stopped by PID).
+// flags (tests/support/standalone_process.h: free ports, stopped by its PID; SIGKILL /
+// SIGSTOP / SIGCONT on demand), and the wire-level steps the tests repeat (lookup, producer,
+// subscribe, send, ack) on the test driver `wire_client`. The ZooKeeper server itself is
+// tests/unit/meta/support/zk_server.h (Debian's zookeeper, tickTime=200, a free port, stopped
+// by PID).
 // Ownership: broker_proc owns its child (SIGKILLed and reaped on destruction).
 // Thread-safety: thread-compatible (one test thread).
 
+#include "support/standalone_process.h"
 #include "support/wire_client.h"
-#include <arpa/inet.h>
 #include <chrono>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <optional>
 #include <signal.h>
 #include <string>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace nereus::broker::test {
 
-inline std::uint16_t free_tcp_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
-class broker_proc {
+// `nereus standalone ARGS` (ARGS carry --data-dir / --metadata / --config) with stdout and
+// stderr appended to `log`; --port and --http-port are added (free ports).
+class broker_proc : public nereus::test::standalone_process {
 public:
-    // `args` follow `nereus standalone`; --port and --http-port are added (free ports).
     broker_proc(std::vector<std::string> args, std::string log)
-        : args_(std::move(args)), log_(std::move(log)), port_(free_tcp_port()),
-          http_port_(free_tcp_port()) {}
-    ~broker_proc() { kill(SIGKILL); }
-    broker_proc(const broker_proc&) = delete;
-    broker_proc& operator=(const broker_proc&) = delete;
-
-    std::uint16_t port() const { return port_; }
-    std::uint16_t http_port() const { return http_port_; }
-    std::string url() const { return "pulsar://127.0.0.1:" + std::to_string(port_); }
-    pid_t pid() const { return pid_; }
-
-    // Starts and waits (bounded) until it answers CONNECT.
-    bool start() {
-        std::vector<std::string> argv = {NEREUS_BINARY, "standalone"};
-        argv.insert(argv.end(), args_.begin(), args_.end());
-        argv.insert(argv.end(), {"--port", std::to_string(port_), "--http-port",
-                                 std::to_string(http_port_)});
-        std::vector<char*> cargv;
-        for (auto& a : argv) {
-            cargv.push_back(a.data());
-        }
-        cargv.push_back(nullptr);
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            ::execv(NEREUS_BINARY, cargv.data());
-            ::_exit(127);
-        }
-        for (int i = 0; i < 400; ++i) {
-            if (auto c = wire_client::open(port_); c && c->handshake()) {
-                return true;
-            }
-            int st = 0;
-            if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-                pid_ = -1;
-                return false;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(25));
-        }
-        return false;
-    }
-
-    void signal(int sig) const {
-        if (pid_ > 0) {
-            ::kill(pid_, sig);
-        }
-    }
-
-    // Sends `sig` and waits (bounded) for the exit; the exit status, 128+signal, or -1.
-    int kill(int sig, std::chrono::seconds timeout = std::chrono::seconds(15)) {
-        if (pid_ <= 0) {
-            return -1;
-        }
-        ::kill(pid_, sig);
-        if (sig != SIGKILL) {
-            ::kill(pid_, SIGCONT);  // a stopped process must run to handle SIGTERM
-        }
-        const auto until = std::chrono::steady_clock::now() + timeout;
-        int st = 0;
-        while (std::chrono::steady_clock::now() < until) {
-            if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &st, 0);
-        pid_ = -1;
-        return -1;
-    }
-
-private:
-    std::vector<std::string> args_;
-    std::string log_;
-    std::uint16_t port_;
-    std::uint16_t http_port_;
-    pid_t pid_ = -1;
+        : standalone_process(
+              {.binary = NEREUS_BINARY, .log = std::move(log), .args = std::move(args)}) {}
 };
-
-// A bounded plain HTTP/1.1 GET on 127.0.0.1:port (Connection: close); the body, or "" on failure.
-inline std::string http_get(std::uint16_t port, const std::string& path) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    timeval tv{.tv_sec = 5, .tv_usec = 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    std::string out;
-    const std::string req =
-        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-        char b[4096];
-        ssize_t n = 0;
-        while ((n = ::read(fd, b, sizeof b)) > 0) {
-            out.append(b, static_cast<std::size_t>(n));
-        }
-    }
-    ::close(fd);
-    const auto body = out.find("\r\n\r\n");
-    return body == std::string::npos ? std::string() : out.substr(body + 4);
-}
 
 // ---- wire steps ----
 

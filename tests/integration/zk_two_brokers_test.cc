@@ -129,7 +129,7 @@ TEST_F(ZkTwoBrokers, RacingOpensOfOneTopicHaveExactlyOneWinner) {
         const std::string path =
             "/lookup/v2/topic/persistent/public/default/race-" + std::to_string(round);
         for (auto* b : {&winner, &loser}) {
-            const auto body = http_get(b->http_port(), path);
+            const auto body = nereus::test::http_get(b->http_port(), path).body;
             EXPECT_NE(body.find("\"brokerUrl\":\"" + winner.url() + "\""), std::string::npos)
                 << body;
             EXPECT_NE(body.find("\"httpUrl\":\"http://127.0.0.1:" +
@@ -199,7 +199,7 @@ TEST_F(ZkTwoBrokers, SigkillOfTheOwnerUnderLoadFailsOverWithExactAckState) {
         seq_payload[seq] = "m-" + std::to_string(seq);
         c->send_message(0, seq, seq_payload[seq]);
     }
-    ASSERT_EQ(a_->kill(SIGKILL), 128 + SIGKILL);
+    ASSERT_EQ(a_->stop(SIGKILL), 128 + SIGKILL);
     const auto killed = clock_type::now();
     while (auto f = c->next(std::chrono::milliseconds(300))) {
         take(*f);
@@ -254,7 +254,7 @@ TEST_F(ZkTwoBrokers, SigkillOfTheOwnerUnderLoadFailsOverWithExactAckState) {
                 receipted.size() - 1, seq_payload.size(), acked.size(), ack_sent.size(),
                 now_delivered.size());
     EXPECT_GE(receipted.size(), 201U);
-    EXPECT_EQ(b_->kill(SIGTERM), 0);
+    EXPECT_EQ(b_->stop(SIGTERM), 0);
 }
 
 // Scenarios 34 and 35: the owner pauses (SIGSTOP), B claims, A wakes with work in flight.
@@ -413,7 +413,7 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
         EXPECT_FALSE(receipted.contains(seq_payload.at(s)))
             << seq_payload.at(s) << ": receipt from a superseded owner";
     }
-    EXPECT_EQ(b_->kill(SIGTERM), 0);
+    EXPECT_EQ(b_->stop(SIGTERM), 0);
 }
 
 }  // namespace

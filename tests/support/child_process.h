@@ -5,8 +5,9 @@
 // it printed before it died (the lines already in the pipe were written before the kill, so a
 // child that prints a line after a durable completion has them all confirmed).
 //
-// Used by tests/crash/{storage,cursor}_crash_test.cc, tests/unit/meta/crash_test.cc and
-// tests/unit/ledger/process_crash_test.cc. Header-only.
+// Used by tests/crash/{storage,cursor}_crash_test.cc, tests/unit/meta/crash_test.cc,
+// tests/unit/ledger/process_crash_test.cc and (spawn_logged, wait_exit) standalone_process.h.
+// Header-only.
 //
 // Ownership: owns the child (killed and reaped on destruction if still running) and the pipe.
 // Thread-safety: thread-compatible.
@@ -52,25 +53,31 @@ public:
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-        std::vector<char*> args;
-        args.reserve(argv.size() + 1);
-        for (const auto& a : argv) {
-            args.push_back(const_cast<char*>(a.c_str()));
-        }
-        args.push_back(nullptr);
-        pid_t pid = 0;
-        const int rc =
-            ::posix_spawn(&pid, argv.at(0).c_str(), &actions, nullptr, args.data(), environ);
-        posix_spawn_file_actions_destroy(&actions);
+        const pid_t pid = spawn_with(argv, actions, error);
         ::close(fds[1]);
-        if (rc != 0) {
+        if (pid <= 0) {
             ::close(fds[0]);
-            if (error != nullptr) {
-                *error = rc;
-            }
             return std::nullopt;
         }
         return child_process(pid, fds[0]);
+    }
+
+    // Starts argv[0] with stdout and stderr appended to the file `log` (created 0644), and no
+    // pipe: for a long-running child such as `nereus standalone` whose output only a failing
+    // test reads. nullopt when the spawn failed (`error` as above).
+    static std::optional<child_process> spawn_logged(const std::vector<std::string>& argv,
+                                                     const std::string& log,
+                                                     int* error = nullptr) {
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                         O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+        const pid_t pid = spawn_with(argv, actions, error);
+        if (pid <= 0) {
+            return std::nullopt;
+        }
+        return child_process(pid, -1);
     }
 
     child_process(const child_process&) = delete;
@@ -87,7 +94,41 @@ public:
     }
     ~child_process() { reset(); }
 
+    // -1 once the child has been reaped.
     [[nodiscard]] pid_t pid() const { return pid_; }
+
+    // Sends `sig` to the child (nothing once it has been reaped).
+    void signal(int sig) const {
+        if (pid_ > 0) {
+            ::kill(pid_, sig);
+        }
+    }
+
+    // Reaps the child if it has exited; its wait status then, nullopt while it runs (or when
+    // it was reaped before).
+    std::optional<int> try_reap() {
+        int status = 0;
+        if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            return status;
+        }
+        return std::nullopt;
+    }
+
+    // Waits (polling, at most `timeout`) for the child to exit and reaps it; its wait status,
+    // or nullopt on timeout (the child is left running).
+    std::optional<int> wait_exit(clock::duration timeout) {
+        const auto until = clock::now() + timeout;
+        for (;;) {
+            if (auto st = try_reap()) {
+                return st;
+            }
+            if (pid_ <= 0 || clock::now() >= until) {
+                return std::nullopt;
+            }
+            ::usleep(10'000);
+        }
+    }
 
     // Passes what the child prints to `out` until `deadline`. Returns false when the pipe
     // reached end of file first (the child died on its own, or closed its stdout).
@@ -136,6 +177,29 @@ public:
 
 private:
     child_process(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+
+    // posix_spawn of argv with `actions` (destroyed here): the PID, or -1 (`error` set).
+    static pid_t spawn_with(const std::vector<std::string>& argv,
+                            posix_spawn_file_actions_t& actions,
+                            int* error) {
+        std::vector<char*> args;
+        args.reserve(argv.size() + 1);
+        for (const auto& a : argv) {
+            args.push_back(const_cast<char*>(a.c_str()));
+        }
+        args.push_back(nullptr);
+        pid_t pid = 0;
+        const int rc =
+            ::posix_spawn(&pid, argv.at(0).c_str(), &actions, nullptr, args.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        if (rc != 0) {
+            if (error != nullptr) {
+                *error = rc;
+            }
+            return -1;
+        }
+        return pid;
+    }
 
     void reset() {
         if (pid_ > 0) {

@@ -10,38 +10,15 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 flex_dir=$(cd "$here/../pulsar_flex" && pwd)
+source "$here/../../support/standalone.sh"
 nereus=$1
 tool=$2
 work=$(mktemp -d)
-broker=
-cleanup() {
-    if [ -n "$broker" ]; then
-        kill -TERM "$broker" 2>/dev/null || true
-        wait "$broker" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'standalone_kill; rm -rf "$work"' EXIT
 cp "$here/interop.js" "$flex_dir/package.json" "$work/"
-if [ -d "$flex_dir/node_modules/pulsar-flex" ]; then
-    ln -s "$flex_dir/node_modules" "$work/node_modules"  # installed by scripts/install-deps
-else
-    (cd "$work" && timeout 120 npm install --no-audit --no-fund --silent)
-fi
-read -r port http_port < <(python3 -c 'import socket
-a=socket.socket(); a.bind(("127.0.0.1",0)); b=socket.socket(); b.bind(("127.0.0.1",0))
-print(a.getsockname()[1], b.getsockname()[1])')
-"$nereus" standalone --data-dir "$work/data" --bind 127.0.0.1 --port "$port" --http-port "$http_port" >"$work/broker.log" 2>&1 &
-broker=$!
-up=
-for _ in $(seq 1 100); do
-    kill -0 "$broker" 2>/dev/null || break
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && { up=1; break; }
-    sleep 0.1
-done
-if [ -z "$up" ]; then
-    echo "broker did not come up on $port"; cat "$work/broker.log"; exit 1
-fi
+flex_node_modules "$flex_dir" "$work"
+standalone_start "$nereus" "$work/data" "$work/broker.log" || exit 1
+port=$NEREUS_PORT
 topic1=persistent://public/default/interop-to-flex
 topic2=persistent://public/default/interop-from-flex
 # 1. nereus::client -> pulsar-flex (the subscription exists before the messages: pulsar-flex
@@ -52,11 +29,8 @@ timeout 30 "$tool" produce "$port" "$topic1" 10 n2f
 # 2. pulsar-flex -> nereus::client
 (cd "$work" && timeout 45 node interop.js "$port" produce "$topic2" 10 f2n) || { tail -n 30 "$work/broker.log"; exit 1; }
 timeout 30 "$tool" consume "$port" "$topic2" cpp-sub 10 f2n
-kill -TERM "$broker"
-rc=0
-wait "$broker" || rc=$?
-broker=
-if [ "$rc" -ne 0 ]; then
-    echo "broker exited with $rc"; tail -n 30 "$work/broker.log"; exit 1
+standalone_stop TERM
+if [ "$NEREUS_RC" -ne 0 ]; then
+    echo "broker exited with $NEREUS_RC"; tail -n 30 "$work/broker.log"; exit 1
 fi
 echo "client interop: OK"

@@ -8,28 +8,15 @@
 #          dumps must differ: the self-check can fail, and the dumps see it without it
 # The broker is stopped by its PID (SIGTERM, then SIGKILL on exit if still running).
 set -euo pipefail
+source "$(dirname "$0")/../../support/standalone.sh"
 nereus=$1
 example=$2
 mode=$3
 dir=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-http_port=$(free_port)  # never the default 8080: other tests run at the same time
-"$nereus" standalone --data-dir "$dir/data" --port "$port" --http-port "$http_port" >"$dir/broker.log" 2>&1 &
-pid=$!
-trap 'kill -KILL "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
-up=0
-for _ in $(seq 1 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null; then
-        up=1
-        break
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ "$up" -eq 1 ] || { echo "standalone did not listen on $port/$http_port:"; cat "$dir/broker.log"; exit 1; }
-url="pulsar://127.0.0.1:$port"
-admin="http://127.0.0.1:$http_port"
+trap 'standalone_kill; rm -rf "$dir"' EXIT
+standalone_start "$nereus" "$dir/data" "$dir/broker.log" || exit 1
+url="pulsar://127.0.0.1:$NEREUS_PORT"
+admin="http://127.0.0.1:$NEREUS_HTTP_PORT"
 
 extra=()
 [ "$mode" = fault ] && extra=(--debug-ack-before-apply --no-snapshot-restart)
@@ -84,10 +71,6 @@ fault)
 *) echo "mode must be pass or fault"; exit 2 ;;
 esac
 
-kill -TERM "$pid"
-set +e
-wait "$pid"
-brc=$?
-set -e
-[ "$brc" -eq 0 ] || { echo "standalone exited $brc after SIGTERM, want 0:"; tail -30 "$dir/broker.log"; exit 1; }
+standalone_stop TERM
+[ "$NEREUS_RC" -eq 0 ] || { echo "standalone exited $NEREUS_RC after SIGTERM, want 0:"; tail -30 "$dir/broker.log"; exit 1; }
 echo "ok ($mode)"

@@ -18,9 +18,9 @@
 set -euo pipefail
 scale=${FLEX_CRASH_SCALE:-1}  # manual longer runs: FLEX_CRASH_SCALE=20 (ctest: 1)
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../support/standalone.sh"
 nereus=$(realpath "${1:-build/nereus}")
 work=$(mktemp -d)
-broker=
 produce=
 survive=
 stop_pid() {  # stop_pid PID SIGNAL: signal one process we started, then reap it
@@ -32,7 +32,7 @@ stop_pid() {  # stop_pid PID SIGNAL: signal one process we started, then reap it
 cleanup() {
     stop_pid "$produce" KILL
     stop_pid "$survive" KILL
-    stop_pid "$broker" TERM
+    standalone_kill
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -43,30 +43,9 @@ dump() {
     echo "--- broker2.log (tail)"; tail -n 40 "$work/broker2.log" 2>/dev/null || true
 }
 cp "$here/package.json" "$here/lib.js" "$here/crash.js" "$work/"
-if [ -d "$here/node_modules/pulsar-flex" ]; then
-    ln -s "$here/node_modules" "$work/node_modules"  # installed by scripts/install-deps
-else
-    (cd "$work" && timeout 120 npm install --no-audit --no-fund --silent)
-fi
-# Two free ports of 127.0.0.1: the Pulsar protocol and the admin HTTP (never the default 8080, so
-# tests and brokers can run side by side).
-read -r port http_port < <(python3 -c 'import socket
-a=socket.socket(); a.bind(("127.0.0.1",0)); b=socket.socket(); b.bind(("127.0.0.1",0))
-print(a.getsockname()[1], b.getsockname()[1])')
-start_broker() {  # start_broker LOG: sets $broker, waits (10 s at most) for the port
-    "$nereus" standalone --data-dir "$work/data" --bind 127.0.0.1 --port "$port" --http-port "$http_port" >"$1" 2>&1 &
-    broker=$!
-    for _ in $(seq 1 100); do
-        kill -0 "$broker" 2>/dev/null || { echo "broker exited"; cat "$1"; exit 1; }
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            sleep 0.2  # still up after binding the admin port too
-            kill -0 "$broker" 2>/dev/null || { echo "broker exited"; cat "$1"; exit 1; }
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "broker did not listen on $port in 10 s"; cat "$1"; exit 1
-}
+flex_node_modules "$here" "$work"
+standalone_ports
+port=$NEREUS_PORT
 wait_file() {  # wait_file PATH SECONDS PID: the file appears while PID is alive
     local n=$(($2 * 20))
     for _ in $(seq 1 "$n"); do
@@ -77,11 +56,11 @@ wait_file() {  # wait_file PATH SECONDS PID: the file appears while PID is alive
     return 1
 }
 
-start_broker "$work/broker1.log"
+standalone_start "$nereus" "$work/data" "$work/broker1.log" || exit 1
 cd "$work"
 node crash.js survive "$port" "$work" >"$work/survive.log" 2>&1 &
 survive=$!
-node crash.js produce "$port" "$work" "$broker" >"$work/produce.log" 2>&1 &
+node crash.js produce "$port" "$work" "$NEREUS_PID" >"$work/produce.log" 2>&1 &
 produce=$!
 wait_file "$work/mark.survivor" 30 "$survive" || { echo "survive did not get ready"; dump; exit 1; }
 # produce SIGKILLs the broker by its PID at a moment with sends and acks in flight, then writes
@@ -89,15 +68,13 @@ wait_file "$work/mark.survivor" 30 "$survive" || { echo "survive did not get rea
 if ! wait_file "$work/mark.produce" $((30 * scale)) "$produce"; then
     echo "produce did not kill the broker"; dump; exit 1
 fi
-rc=0
-wait "$broker" 2>/dev/null || rc=$?
-broker=
-[ "$rc" -eq 137 ] || { echo "broker exit status $rc, expected 137 (SIGKILL)"; dump; exit 1; }
+standalone_wait
+[ "$NEREUS_RC" -eq 137 ] || { echo "broker exit status $NEREUS_RC, expected 137 (SIGKILL)"; dump; exit 1; }
 echo "broker SIGKILLed mid-run: $(cat "$work/mark.produce")"
 stop_pid "$produce" KILL
 produce=
 
-start_broker "$work/broker2.log"
+standalone_start "$nereus" "$work/data" "$work/broker2.log" || exit 1
 echo "broker restarted on port $port"
 : >"$work/mark.restarted"
 
@@ -112,6 +89,5 @@ if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then
     dump
     exit 1
 fi
-stop_pid "$broker" TERM
-broker=
+standalone_stop TERM
 echo "pulsar-flex crash: OK"

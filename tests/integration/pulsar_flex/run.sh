@@ -14,41 +14,15 @@
 # node_modules is not installed)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../support/standalone.sh"
 nereus=${1:-build/nereus}
 work=$(mktemp -d)
-broker=
-# Stops the broker by its PID (never `kill 0`: that would signal the whole process group).
-cleanup() {
-    if [ -n "$broker" ]; then
-        kill -TERM "$broker" 2>/dev/null || true
-        wait "$broker" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'standalone_kill; rm -rf "$work"' EXIT
 cp "$here/package.json" "$here/lib.js" "$here/smoke.js" "$here/multi.js" "$here/compaction.js" "$work/"
-if [ -d "$here/node_modules/pulsar-flex" ]; then
-    ln -s "$here/node_modules" "$work/node_modules"  # installed by scripts/install-deps
-else
-    (cd "$work" && timeout 120 npm install --no-audit --no-fund --silent)
-fi
-# Two free ports of 127.0.0.1: the Pulsar protocol and the admin HTTP (never the default 8080, so
-# tests and brokers can run side by side).
-read -r port http_port < <(python3 -c 'import socket
-a=socket.socket(); a.bind(("127.0.0.1",0)); b=socket.socket(); b.bind(("127.0.0.1",0))
-print(a.getsockname()[1], b.getsockname()[1])')
-"$nereus" standalone --data-dir "$work/data" --bind 127.0.0.1 --port "$port" --http-port "$http_port" >"$work/broker.log" 2>&1 &
-broker=$!
-up=
-for _ in $(seq 1 100); do
-    kill -0 "$broker" 2>/dev/null || break
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && { up=1; break; }
-    sleep 0.1
-done
-sleep 0.2
-if [ -z "$up" ] || ! kill -0 "$broker" 2>/dev/null; then
-    echo "broker did not come up on $port"; cat "$work/broker.log"; exit 1
-fi
+flex_node_modules "$here" "$work"
+standalone_start "$nereus" "$work/data" "$work/broker.log" || exit 1
+port=$NEREUS_PORT
+http_port=$NEREUS_HTTP_PORT
 for sub in SHARED EXCLUSIVE FAILOVER KEY_SHARED; do
     (cd "$work" && timeout 30 node smoke.js "$port" "$sub") || { tail -n 40 "$work/broker.log"; exit 1; }
 done
@@ -56,9 +30,6 @@ done
 for mode in FAILOVER KEY_SHARED FAILOVER_KILL KEY_SHARED_KILL; do
     (cd "$work" && timeout 40 node multi.js "$port" "$mode") || { tail -n 40 "$work/broker.log"; exit 1; }
 done
-kill -TERM "$broker"
-rc=0
-wait "$broker" || rc=$?
-broker=
-[ "$rc" -eq 0 ] || { echo "broker exited with $rc on SIGTERM"; tail -n 40 "$work/broker.log"; exit 1; }
+standalone_stop TERM
+[ "$NEREUS_RC" -eq 0 ] || { echo "broker exited with $NEREUS_RC on SIGTERM"; tail -n 40 "$work/broker.log"; exit 1; }
 echo "pulsar-flex smoke: OK"
