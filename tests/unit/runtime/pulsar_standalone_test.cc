@@ -1,6 +1,5 @@
 // The Pulsar binding and the client against a real `nereus standalone` (started once per test
-// process on free ports, --port and --http-port, with a config file; stopped by its PID at
-// exit):
+// process on free ports with a config file, stopped by its PID at exit):
 //  - the transport reports the broker's max_message_size as the client learnt it from
 //    CONNECTED (the configured value only before any connection), and a payload over it is
 //    refused client-side with errc::message_too_large (the broker's own refusal would be a
@@ -12,6 +11,7 @@
 #include "nereus/runtime/errc.h"
 #include "nereus/runtime/pulsar/connect.h"
 #include "nereus/runtime/runtime.h"
+#include "support/standalone_process.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -19,15 +19,11 @@
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <csignal>
-#include <fcntl.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <netinet/in.h>
+#include <memory>
 #include <stdexcept>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -40,101 +36,37 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t broker_limit = 64 * 1024;  // maxMessageSize in the broker's config
 
-std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
-bool accepts(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    return ok;
-}
-
-// `nereus standalone` with maxMessageSize = broker_limit, for this test process.
+// `nereus standalone` with maxMessageSize = broker_limit (its --config), for this test process
+// (tests/support/standalone_process.h: free ports, readiness, stop by PID).
 class standalone {
 public:
     standalone() {
         std::string dir = (std::filesystem::temp_directory_path() / "nereus-pulsar-XXXXXX").string();
         if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
         dir_ = dir;
-        std::ofstream(dir_ + "/broker.conf") << "maxMessageSize=" << broker_limit << "\n";
-        for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {
-            port_ = free_port();
-            http_port_ = free_port();
-            if (!start()) stop();
+        const std::string conf = dir_ + "/broker.conf";
+        std::ofstream(conf) << "maxMessageSize=" << broker_limit << "\n";
+        proc_ = std::make_unique<nereus::test::standalone_process>(nereus::test::standalone_options{
+            .binary = NEREUS_BINARY,
+            .data_dir = dir_ + "/data",
+            .log = dir_ + "/broker.log",
+            .args = {"--config", conf}});
+        if (!proc_->start(std::chrono::seconds(60))) {
+            throw std::runtime_error("nereus standalone did not start; see " + dir_ + "/broker.log");
         }
-        if (pid_ <= 0) throw std::runtime_error("nereus standalone did not start: " + dir_);
     }
     ~standalone() {
-        stop();
+        proc_->stop();
         std::error_code ec;
         std::filesystem::remove_all(dir_, ec);
     }
     standalone(const standalone&) = delete;
     standalone& operator=(const standalone&) = delete;
-    [[nodiscard]] std::string url() const { return "pulsar://127.0.0.1:" + std::to_string(port_); }
+    [[nodiscard]] std::string url() const { return proc_->url(); }
 
 private:
-    bool start() {
-        const std::string conf = dir_ + "/broker.conf";
-        const std::string data = dir_ + "/data";
-        const std::string log = dir_ + "/broker.log";
-        const std::string port = std::to_string(port_);
-        const std::string http = std::to_string(http_port_);
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            ::execl(NEREUS_BINARY, NEREUS_BINARY, "standalone", "--config", conf.c_str(),
-                    "--data-dir", data.c_str(), "--bind", "127.0.0.1", "--port", port.c_str(),
-                    "--http-port", http.c_str(), static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        for (int i = 0; i < 2400; ++i) {  // up to 60 s on a loaded machine
-            int st = 0;
-            if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-                pid_ = -1;
-                return false;
-            }
-            if (accepts(port_) && accepts(http_port_)) return true;
-            std::this_thread::sleep_for(25ms);
-        }
-        return false;
-    }
-    void stop() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGTERM);
-        int st = 0;
-        for (int i = 0; i < 1500; ++i) {
-            if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-                pid_ = -1;
-                return;
-            }
-            std::this_thread::sleep_for(10ms);
-        }
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &st, 0);
-        pid_ = -1;
-    }
-
     std::string dir_;
-    std::uint16_t port_ = 0;
-    std::uint16_t http_port_ = 0;
-    pid_t pid_ = -1;
+    std::unique_ptr<nereus::test::standalone_process> proc_;
 };
 
 standalone& broker() {
