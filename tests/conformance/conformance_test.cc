@@ -685,6 +685,47 @@ TEST_P(Conformance, PatternSubscriptionReceivesFromMatchingTopicsOnly) {
     EXPECT_EQ(p, (std::vector<std::string>{"1", "2"}));
 }
 
+TEST_P(Conformance, PatternSubscriptionReceivesMessagesOfATopicCreatedAfterItSubscribed) {
+    // A pattern keeps matching while the subscription runs: a topic created after subscribe
+    // joins it (live: the client lists the namespace again every pattern_auto_discovery_period,
+    // short in the live env; the test transport attaches a new topic when it is created), and
+    // the topics it already read are not disturbed (nothing lost, nothing twice).
+    const auto first = e().topic("grow-a");
+    const auto later = e().topic("grow-b");
+    const auto other = e().topic("nogrow-c");
+    app producer(e());
+    ASSERT_TRUE(producer.start());
+    ASSERT_TRUE(producer.publish(first, "old"));
+    recorder rec;
+    app a(e());
+    auto s = spec_for(first, "s");
+    s.topics = topic_selector::matching("persistent://public/default/" + e().prefix() + "-grow-.*");
+    ASSERT_TRUE(a.record(s, rec));
+    ASSERT_TRUE(a.start());
+    ASSERT_TRUE(e().wait_for([&] { return rec.got.size() == 1; }));
+    ASSERT_TRUE(producer.publish(later, "new"));  // creates the topic
+    ASSERT_TRUE(producer.publish(other, "not-matching"));
+    ASSERT_TRUE(e().wait_for([&] { return rec.count("new") == 1; }))
+        << "a topic created after subscribe was never joined";
+    ASSERT_TRUE(producer.publish(first, "old-2"));
+    ASSERT_TRUE(producer.publish(later, "new-2"));
+    ASSERT_TRUE(e().wait_for([&] { return rec.got.size() >= 4; }));
+    ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 4; }));
+    e().settle();
+    auto p = rec.payloads();
+    std::sort(p.begin(), p.end());
+    EXPECT_EQ(p, (std::vector<std::string>{"new", "new-2", "old", "old-2"}));
+    std::map<std::string, std::string> by_payload;
+    for (const auto& g : rec.got) by_payload[g.payload] = g.topic;
+    EXPECT_EQ(by_payload["old"], first);
+    EXPECT_EQ(by_payload["old-2"], first);
+    EXPECT_EQ(by_payload["new"], later);
+    EXPECT_EQ(by_payload["new-2"], later);
+    const auto report = a.stop();
+    EXPECT_TRUE(report.balanced());
+    EXPECT_EQ(report.subscriptions.at(0).acked, 4U);
+}
+
 TEST_P(Conformance, FailoverStandbyTakesOverWhenTheActiveConsumerCloses) {
     const auto t = e().topic("failover");
     recorder ra, rb;

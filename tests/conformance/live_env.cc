@@ -4,6 +4,8 @@
 // the envs of that process, and stops it by its PID at exit (SIGTERM, then SIGKILL after 15 s).
 // Topic names are unique per test (env::topic), so nothing leaks between behaviours.
 //
+// Pattern subscriptions list their namespace again every 300 ms here (pulsar::options::
+// pattern_auto_discovery_period; production default 1 minute).
 // Time is real here: wait_for() runs the event loop until the condition holds (bounded by 60 s,
 // generous for a loaded CI machine), advance(d) runs it for d, settle() for 300 ms.
 
@@ -178,6 +180,9 @@ public:
         pulsar::options o;
         o.service_url = broker_->url();
         o.client.operation_timeout = std::chrono::milliseconds(20'000);
+        // Pattern subscriptions join topics created later within a fraction of a second here
+        // (production: 1 minute).
+        o.pattern_auto_discovery_period = std::chrono::milliseconds(300);
         auto t = pulsar::connect(io_.get_executor(), std::move(o));
         if (!t) throw std::runtime_error("connect: " + t.error().message());
         return std::move(*t);

@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,12 @@ public:
     // The executor the client's state lives on (a strand).
     [[nodiscard]] executor_type get_executor() const noexcept;
     [[nodiscard]] const client_options& options() const noexcept;
+    // The largest payload the broker accepts, as it announced it in CONNECTED (max_message_size)
+    // on the most recently opened connection (each connection records its own and its producers
+    // refuse a bigger payload, after compression, with errc::message_too_big before sending);
+    // nullopt before the first connection, or when the broker announced none (Pulsar's 5 MiB
+    // applies then). Thread-safe.
+    [[nodiscard]] std::optional<std::uint32_t> max_message_size() const noexcept;
 
     // void(result<producer>): the producer is registered with the broker (PRODUCER_SUCCESS on
     // every partition).

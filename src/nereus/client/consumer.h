@@ -24,6 +24,12 @@
 // max_redeliver_count is not handed to receive(); it is published to the dead-letter topic and,
 // once receipted, acknowledged (as Pulsar's Java client does).
 // Ack timeout: a message received and not acked within ack_timeout is redelivered.
+// Pattern subscriptions (consumer_options::topics_pattern): the namespace is listed at
+// subscribe and again every pattern_auto_discovery_period; a topic that appeared is subscribed
+// (its own broker-side consumer, FLOW permits, as any other topic of the consumer) and a topic
+// no longer listed has its consumer closed (its buffered messages dropped); the other topics'
+// consumers, buffers and pending acks are not touched. (Nereus has no topic-list watcher,
+// CommandWatchTopicList, so the periodic listing is the only discovery.)
 // Reconnect: a lost connection is re-established with backoff (same consumer id and name;
 // the receive queue is cleared since the broker redelivers what was not acked); pending acks
 // fail with errc::disconnected.
@@ -56,8 +62,9 @@ public:
 
     [[nodiscard]] bool valid() const noexcept { return impl_ != nullptr; }
     [[nodiscard]] const std::string& subscription() const noexcept;
-    // Every concrete topic (partition) this consumer reads.
-    [[nodiscard]] const std::vector<std::string>& topics() const noexcept;
+    // Every concrete topic (partition) this consumer reads now (a copy: a pattern consumer's
+    // set changes as topics appear in or disappear from its namespace).
+    [[nodiscard]] std::vector<std::string> topics() const;
 
     // Completes with void(result<message>) with the next message (waits for one). Several
     // receives may be outstanding; they are served in call order.

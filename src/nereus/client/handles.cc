@@ -61,6 +61,13 @@ client::client(executor_type ex, client_options options)
 
 client::executor_type client::get_executor() const noexcept { return impl_->strand(); }
 const client_options& client::options() const noexcept { return impl_->options(); }
+std::optional<std::uint32_t> client::max_message_size() const noexcept {
+    const auto m = impl_ ? impl_->announced_max_message_size() : 0;
+    if (m == 0) {
+        return std::nullopt;
+    }
+    return m;
+}
 
 void client::close() {
     if (impl_) {
@@ -212,7 +219,7 @@ void producer::initiate_close(const std::shared_ptr<producer_impl>& impl, detail
 const std::string& consumer::subscription() const noexcept {
     return impl_ ? impl_->subscription() : empty;
 }
-const std::vector<std::string>& consumer::topics() const noexcept {
+std::vector<std::string> consumer::topics() const {
     return impl_ ? impl_->topic_names() : no_topics;
 }
 
@@ -295,7 +302,7 @@ void consumer::initiate_close(const std::shared_ptr<consumer_impl>& impl, detail
 // ---- reader ----
 
 const std::string& reader::topic() const noexcept {
-    return impl_ && !impl_->topic_names().empty() ? impl_->topic_names().front() : empty;
+    return impl_ ? impl_->reader_topic() : empty;
 }
 
 void reader::initiate_read_next(const std::shared_ptr<consumer_impl>& impl,

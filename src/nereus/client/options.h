@@ -97,6 +97,16 @@ struct consumer_options {
     // One topic, or several (the consumer receives from all of them; a partitioned topic counts
     // as all its partitions).
     std::vector<std::string> topics;
+    // Or a pattern subscription (Pulsar's topicsPattern; `topics` must then be empty): an
+    // ECMAScript regex over full topic names of one namespace, "persistent://tenant/ns/orders-.*"
+    // (client/pattern.h). The consumer subscribes to every matching topic the namespace lists
+    // (none is fine), and lists it again every pattern_auto_discovery_period: it subscribes to
+    // topics that appeared (at `start`: a new topic is joined after it was created, so use
+    // initial_position::earliest to get the messages published before the consumer noticed it)
+    // and closes its consumers of topics no longer listed; the other topics are not disturbed.
+    std::string topics_pattern;
+    // Java's patternAutoDiscoveryPeriod (1 minute). Paced by the client's 100 ms tick.
+    std::chrono::milliseconds pattern_auto_discovery_period{60'000};
     std::string subscription;
     subscription_type type = subscription_type::exclusive;
     std::string consumer_name;  // empty: a generated one

@@ -54,6 +54,7 @@ protected:
         o.bind_address = "127.0.0.1";
         o.io_threads = 1;
         o.blocking_threads = 2;
+        configure(o);
         if (!backend_) {
             backend_ = broker::make_memory_backend({});
         }
@@ -82,6 +83,7 @@ protected:
             o.bind_address = "127.0.0.1";
             o.io_threads = 1;
             o.blocking_threads = 2;
+            configure(o);
             server_ = std::make_unique<broker::server>(o, *backend_);
             if (server_->start()) {
                 return;
@@ -153,6 +155,16 @@ protected:
             return false;
         }
         return true;  // the receive stays pending; the consumer's close fails it
+    }
+
+    // Broker settings a test changes (applied by start_broker and restart_broker).
+    std::uint32_t max_message_size_ = 0;  // 0: the broker's default (5 MiB)
+    bool auto_create_topics_ = true;
+    void configure(broker::broker_options& o) const {
+        if (max_message_size_ != 0) {
+            o.max_message_size = max_message_size_;
+        }
+        o.auto_create_topics = auto_create_topics_;
     }
 
     std::unique_ptr<broker::topic_backend> backend_;

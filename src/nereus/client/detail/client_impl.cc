@@ -144,6 +144,9 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::get_connection
             }
         };
         pool_[key] = conn;
+        if (conn->max_message_size_announced()) {
+            max_message_size_.store(conn->max_message_size(), std::memory_order_relaxed);
+        }
     }
     for (auto& w : waiters) {
         w(r);

@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,6 +70,12 @@ public:
     // GET_TOPICS_OF_NAMESPACE (persistent topics) on the service broker.
     asio::awaitable<result<std::vector<std::string>>> topics_of_namespace(const std::string& ns);
 
+    // The max_message_size the broker announced in CONNECTED on the most recently opened
+    // connection; 0 before any (or when no broker announced one). Readable from any thread.
+    [[nodiscard]] std::uint32_t announced_max_message_size() const noexcept {
+        return max_message_size_.load(std::memory_order_relaxed);
+    }
+
     void add_entity(const std::shared_ptr<entity>& e);
     void remove_entity(const entity* e);
 
@@ -98,6 +105,7 @@ private:
     std::uint64_t next_consumer_id_ = 1;
     bool closed_ = false;
     bool shut_down_ = false;
+    std::atomic<std::uint32_t> max_message_size_{0};
     std::shared_ptr<asio::steady_timer> tick_timer_;
 };
 

@@ -144,6 +144,7 @@ asio::awaitable<result<void>> connection::handshake() {
             writer_.set_peer_protocol_version(protocol_version_);
             if (c.has_max_message_size() && c.max_message_size() > 0) {
                 max_message_size_ = static_cast<std::uint32_t>(c.max_message_size());
+                announced_ = true;
                 const auto limit = max_message_size_ + proto::frame_padding;
                 writer_.options().max_frame_size = limit;
                 decoder_.set_max_frame_size(limit);

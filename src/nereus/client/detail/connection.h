@@ -108,7 +108,10 @@ public:
     [[nodiscard]] bool usable() const noexcept { return ready_ && !closed_; }
     [[nodiscard]] const endpoint& peer() const noexcept { return peer_; }
     [[nodiscard]] std::int32_t protocol_version() const noexcept { return protocol_version_; }
+    // The broker's limit: its CONNECTED.max_message_size, or Pulsar's 5 MiB when it sent none.
     [[nodiscard]] std::uint32_t max_message_size() const noexcept { return max_message_size_; }
+    // Whether the broker announced max_message_size in CONNECTED.
+    [[nodiscard]] bool max_message_size_announced() const noexcept { return announced_; }
     [[nodiscard]] proto::command_writer& writer() noexcept { return writer_; }
 
     // Called once when the connection is lost or closed (the pool forgets it).
@@ -145,6 +148,7 @@ private:
     bool closed_ = false;
     std::int32_t protocol_version_ = 0;
     std::uint32_t max_message_size_ = 5 * 1024 * 1024;
+    bool announced_ = false;
     steady::time_point last_received_;
     bool ping_outstanding_ = false;
     std::unordered_map<std::uint64_t, waiter> waiters_;

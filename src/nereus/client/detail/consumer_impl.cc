@@ -56,6 +56,18 @@ std::string random_name(std::string_view prefix) {
     return fmt::format("{}-{:010x}", prefix, rng() & 0xffffffffffULL);
 }
 
+// N of a "...-partition-N" name, -1 for any other topic.
+std::int32_t partition_index(const std::string& topic) {
+    const auto base = partitioned_topic_of(topic);
+    if (base.size() == topic.size()) {
+        return -1;
+    }
+    std::int32_t n = -1;
+    const auto digits = std::string_view(topic).substr(base.size() + 11);  // "-partition-"
+    std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    return n;
+}
+
 system_time from_ms(std::uint64_t ms) {
     return system_time(std::chrono::milliseconds(static_cast<std::int64_t>(ms)));
 }
@@ -108,6 +120,11 @@ struct consumer_impl::topic_state {
     bool connected = false;
     bool reconnecting = false;
     bool seeking = false;
+    bool subscribing = false;
+    // Pattern subscriptions: a topic found by listing the namespace (closed again when no longer
+    // listed); `removed`: closed for good (its slot is kept so topic indexes stay stable).
+    bool from_pattern = false;
+    bool removed = false;
     std::uint32_t consumed = 0;  // messages consumed since the last FLOW
     // Reader: the last message handed out (resume point) and the start filter.
     std::optional<message_id> last_dequeued;
@@ -121,6 +138,52 @@ consumer_impl::consumer_impl(std::shared_ptr<client_impl> client,
     : client_(std::move(client)), options_(std::move(options)), reader_(std::move(reader)) {}
 
 consumer_impl::~consumer_impl() = default;
+
+std::vector<std::string> consumer_impl::topic_names() const {
+    std::lock_guard lock(active_mu_);
+    return active_;
+}
+
+const std::string& consumer_impl::reader_topic() const noexcept {
+    static const std::string none;
+    return names_.empty() ? none : names_.front();
+}
+
+void consumer_impl::publish_names() {
+    std::vector<std::string> now;
+    for (const auto& ts : topics_) {
+        if (!ts->removed) now.push_back(ts->topic);
+    }
+    std::lock_guard lock(active_mu_);
+    active_ = std::move(now);
+}
+
+std::size_t consumer_impl::add_topic_state(const std::string& name, std::int32_t partition,
+                                           bool from_pattern) {
+    // A removed slot of the same topic that nothing uses any more is taken again, so a topic
+    // that comes and goes does not grow the table.
+    for (std::size_t i = 0; i < topics_.size(); ++i) {
+        auto& ts = *topics_[i];
+        if (ts.removed && ts.topic == name && !ts.reconnecting && !ts.subscribing && !ts.seeking) {
+            ts.removed = false;
+            ts.consumer_id = client_->next_consumer_id();
+            ts.consumed = 0;
+            ts.connected = false;
+            ts.conn.reset();
+            return i;
+        }
+    }
+    const auto i = topics_.size();
+    auto ts = std::make_unique<topic_state>();
+    ts->topic = name;
+    ts->partition = partition;
+    ts->consumer_id = client_->next_consumer_id();
+    ts->listener = std::make_shared<topic_listener>(weak_from_this(), i);
+    ts->from_pattern = from_pattern;
+    topics_.push_back(std::move(ts));
+    names_.push_back(name);
+    return i;
+}
 
 std::string consumer_impl::dlq_topic() const {
     if (options_.dead_letter && !options_.dead_letter->dead_letter_topic.empty()) {
@@ -148,9 +211,37 @@ asio::awaitable<result<void>> consumer_impl::open(std::shared_ptr<consumer_impl>
         self->options_.receiver_queue_size = self->reader_->receiver_queue_size;
         self->options_.consumer_name = self->reader_->reader_name;
     }
-    if (requested.empty() || self->options_.subscription.empty() ||
-        self->options_.receiver_queue_size == 0) {
+    const bool by_pattern = !self->reader_ && !self->options_.topics_pattern.empty();
+    if ((requested.empty() && !by_pattern) || (by_pattern && !requested.empty()) ||
+        self->options_.subscription.empty() || self->options_.receiver_queue_size == 0) {
         co_return error(errc::invalid_argument);
+    }
+    if (by_pattern) {
+        // The retry-letter topic's default name comes from the (first) topic: a pattern
+        // subscription names it explicitly.
+        if (self->options_.retry_enable &&
+            (!self->options_.dead_letter || self->options_.dead_letter->retry_letter_topic.empty())) {
+            co_return error(errc::invalid_argument);
+        }
+        auto p = topic_pattern::compile(self->options_.topics_pattern);
+        if (!p) {
+            co_return error(p.error());
+        }
+        self->pattern_ = std::move(*p);
+        auto listed = co_await c.topics_of_namespace(self->pattern_->namespace_name());
+        if (!listed) {
+            co_return error(listed.error());
+        }
+        std::vector<std::string> matched;
+        for (const auto& n : *listed) {
+            if (self->pattern_->matches(n) &&
+                std::find(matched.begin(), matched.end(), n) == matched.end()) {
+                matched.push_back(n);
+            }
+        }
+        for (const auto& n : matched) {
+            (void)self->add_topic_state(n, partition_index(n), true);
+        }
     }
     std::vector<std::string> full;
     for (const auto& t : requested) {
@@ -162,14 +253,15 @@ asio::awaitable<result<void>> consumer_impl::open(std::shared_ptr<consumer_impl>
     }
     if (!self->reader_ && self->options_.retry_enable) {
         // The retry-letter topic is consumed by this consumer too (as Java's enableRetry).
+        auto saved = std::move(self->names_);
         self->names_ = full;  // for retry_topic()'s default name
         auto rt = full_topic_name(self->retry_topic());
+        self->names_ = std::move(saved);
         if (!rt) {
             co_return error(rt.error());
         }
         full.push_back(*rt);
     }
-    self->names_.clear();
     for (const auto& t : full) {
         auto n = co_await c.partitions(t);
         if (!n) {
@@ -203,11 +295,13 @@ asio::awaitable<result<void>> consumer_impl::open(std::shared_ptr<consumer_impl>
     if (self->options_.consumer_name.empty()) {
         self->options_.consumer_name = random_name("nereus");
     }
+    self->publish_names();
     for (std::size_t i = 0; i < self->topics_.size(); ++i) {
         auto r = co_await subscribe_topic(self, i);
         if (!r) {
             self->closed_ = true;
-            for (auto& ts : self->topics_) {
+            for (std::size_t j = 0; j < self->topics_.size(); ++j) {
+                auto& ts = self->topics_[j];
                 if (ts->conn && ts->connected) {
                     ts->conn->remove_consumer(ts->consumer_id);
                     const auto req = c.next_request_id();
@@ -221,12 +315,24 @@ asio::awaitable<result<void>> consumer_impl::open(std::shared_ptr<consumer_impl>
             co_return r;
         }
     }
+    if (self->pattern_) {
+        self->next_discovery_ = steady::now() + self->options_.pattern_auto_discovery_period;
+    }
     c.add_entity(self);
     co_return result<void>{};
 }
 
 asio::awaitable<result<void>> consumer_impl::subscribe_topic(std::shared_ptr<consumer_impl> self,
                                                              std::size_t t) {
+    auto& ts = *self->topics_[t];
+    ts.subscribing = true;
+    auto r = co_await subscribe_topic_once(self, t);
+    ts.subscribing = false;
+    co_return r;
+}
+
+asio::awaitable<result<void>> consumer_impl::subscribe_topic_once(
+    std::shared_ptr<consumer_impl> self, std::size_t t) {
     auto& ts = *self->topics_[t];
     auto conn = co_await self->client_->connection_for(ts.topic);
     if (!conn) {
@@ -275,8 +381,15 @@ asio::awaitable<result<void>> consumer_impl::subscribe_topic(std::shared_ptr<con
         (*conn)->remove_consumer(ts.consumer_id);
         co_return error(resp.error());
     }
-    if (self->closed_) {
+    if (self->closed_ || ts.removed) {
+        // Closed (or, for a pattern subscription, the topic dropped) while subscribing: the
+        // broker's consumer must not keep messages this one will never receive.
         (*conn)->remove_consumer(ts.consumer_id);
+        const auto creq = self->client_->next_request_id();
+        const auto cid = ts.consumer_id;
+        (void)co_await (*conn)->request(creq, [&](proto::frame_buffer& out, proto::command_writer& w) {
+            return w.close_consumer(out, cid, creq);
+        });
         co_return error(errc::closed);
     }
     ts.conn = *conn;
@@ -300,7 +413,7 @@ void consumer_impl::on_closed(std::size_t t, bool connection_lost) {
     (void)connection_lost;
     // What was buffered will be redelivered by the broker (or is gone after a seek).
     drop_topic_state(static_cast<std::uint32_t>(t));
-    if (closed_ || ts.reconnecting || ts.seeking) {
+    if (closed_ || ts.removed || ts.reconnecting || ts.seeking) {
         return;
     }
     ts.reconnecting = true;
@@ -312,14 +425,14 @@ asio::awaitable<void> consumer_impl::resubscribe(std::shared_ptr<consumer_impl> 
     auto delay = self->client_->options().reconnect_backoff.initial;
     asio::steady_timer timer(self->client_->strand());
     bool first = true;
-    while (!self->closed_) {
+    while (!self->closed_ && !ts.removed) {
         if (!first) {
             timer.expires_after(delay);
             (void)co_await timer.async_wait(tok);
             delay = std::min(delay * 2, self->client_->options().reconnect_backoff.max);
         }
         first = false;
-        if (self->closed_) {
+        if (self->closed_ || ts.removed) {
             break;
         }
         auto r = co_await subscribe_topic(self, t);
@@ -752,6 +865,10 @@ void consumer_impl::tick(steady::time_point now) {
     if (closed_) {
         return;
     }
+    if (pattern_ && !discovering_ && now >= next_discovery_) {
+        discovering_ = true;
+        asio::co_spawn(client_->strand(), rediscover(shared_from_this()), asio::detached);
+    }
     std::map<std::uint32_t, std::vector<message_id>> due;
     for (auto it = nacks_.begin(); it != nacks_.end();) {
         if (it->second <= now) {
@@ -784,6 +901,83 @@ void consumer_impl::tick(steady::time_point now) {
         });
         send_redeliver(t, ids);
     }
+}
+
+asio::awaitable<void> consumer_impl::rediscover(std::shared_ptr<consumer_impl> self) {
+    auto listed = co_await self->client_->topics_of_namespace(self->pattern_->namespace_name());
+    if (!listed) {
+        // Nothing is concluded from a failed listing: the topics stay as they are.
+        NEREUS_LOG(client_log(), debug, "consumer {}: listing {} failed: {}",
+                   self->options_.consumer_name, self->pattern_->namespace_name(),
+                   listed.error().message());
+    } else if (!self->closed_) {
+        std::vector<std::string> want;
+        for (const auto& n : *listed) {
+            if (self->pattern_->matches(n) && std::find(want.begin(), want.end(), n) == want.end()) {
+                want.push_back(n);
+            }
+        }
+        // By index throughout: the table only grows here, and nothing else adds to it.
+        for (std::size_t t = 0; t < self->topics_.size() && !self->closed_; ++t) {
+            const auto& ts = *self->topics_[t];
+            if (ts.from_pattern && !ts.removed &&
+                std::find(want.begin(), want.end(), ts.topic) == want.end()) {
+                co_await remove_topic(self, t);
+            }
+        }
+        for (const auto& n : want) {
+            if (self->closed_) {
+                break;
+            }
+            const bool known = std::any_of(self->topics_.begin(), self->topics_.end(),
+                                           [&](const auto& ts) {
+                                               return !ts->removed && ts->topic == n;
+                                           });
+            if (known) {
+                continue;
+            }
+            const auto t = self->add_topic_state(n, partition_index(n), true);
+            self->publish_names();
+            auto r = co_await subscribe_topic(self, t);
+            if (r) {
+                NEREUS_LOG(client_log(), info, "consumer {}: pattern {} now also reads {}",
+                           self->options_.consumer_name, self->pattern_->pattern(), n);
+            } else {
+                // Tried again at the next listing.
+                self->topics_[t]->removed = true;
+                self->drop_topic_state(static_cast<std::uint32_t>(t));
+                NEREUS_LOG(client_log(), warn, "consumer {}: subscribing new topic {} failed: {}",
+                           self->options_.consumer_name, n, r.error().message());
+            }
+        }
+        self->publish_names();
+    }
+    self->next_discovery_ = steady::now() + self->options_.pattern_auto_discovery_period;
+    self->discovering_ = false;
+}
+
+asio::awaitable<void> consumer_impl::remove_topic(std::shared_ptr<consumer_impl> self,
+                                                  std::size_t t) {
+    auto& ts = *self->topics_[t];
+    ts.removed = true;
+    // What was buffered goes back to the broker with the consumer's close.
+    self->drop_topic_state(static_cast<std::uint32_t>(t));
+    auto conn = std::move(ts.conn);
+    const bool was_connected = ts.connected;
+    ts.connected = false;
+    self->publish_names();
+    if (conn) {
+        conn->remove_consumer(ts.consumer_id);
+        if (was_connected) {
+            const auto req = self->client_->next_request_id();
+            const auto cid = ts.consumer_id;
+            (void)co_await conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
+                return w.close_consumer(o, cid, req);
+            });
+        }
+    }
+    NEREUS_LOG(client_log(), info, "consumer {}: topic {} no longer matches/listed; closed",
+               self->options_.consumer_name, ts.topic);
 }
 
 asio::awaitable<result<std::shared_ptr<producer_impl>>> consumer_impl::side_producer(
@@ -921,6 +1115,9 @@ asio::awaitable<result<void>> consumer_impl::seek(std::shared_ptr<consumer_impl>
     result<void> out;
     for (std::size_t t = 0; t < self->topics_.size(); ++t) {
         auto& ts = *self->topics_[t];
+        if (ts.removed) {
+            continue;
+        }
         if (!ts.connected || !ts.conn) {
             co_return error(errc::disconnected);
         }
@@ -1020,7 +1217,12 @@ asio::awaitable<result<void>> consumer_impl::unsubscribe(std::shared_ptr<consume
         co_return error(errc::closed);
     }
     result<void> out;
-    for (auto& ts : self->topics_) {
+    // By index: a pattern subscription's discovery may add topics while this awaits.
+    for (std::size_t t = 0; t < self->topics_.size(); ++t) {
+        auto& ts = self->topics_[t];
+        if (ts->removed) {
+            continue;
+        }
         if (!ts->connected || !ts->conn) {
             out = error(errc::disconnected);
             continue;
@@ -1049,7 +1251,8 @@ asio::awaitable<result<void>> consumer_impl::close(std::shared_ptr<consumer_impl
     self->fail_receivers(errc::closed);
     self->queue_.clear();
     result<void> out;
-    for (auto& ts : self->topics_) {
+    for (std::size_t t = 0; t < self->topics_.size(); ++t) {
+        auto& ts = self->topics_[t];
         if (!ts->conn) {
             continue;
         }

@@ -15,12 +15,14 @@
 #include "nereus/client/message.h"
 #include "nereus/client/message_id.h"
 #include "nereus/client/options.h"
+#include "nereus/client/pattern.h"
 #include "nereus/proto/batch_codec.h"
 
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -62,7 +64,11 @@ public:
     asio::awaitable<result<void>> close_from_client() override;
 
     [[nodiscard]] const std::string& subscription() const noexcept { return options_.subscription; }
-    [[nodiscard]] const std::vector<std::string>& topic_names() const noexcept { return names_; }
+    // The topics (partitions) the consumer reads now; thread-safe (a pattern consumer's set
+    // changes as topics appear and disappear).
+    [[nodiscard]] std::vector<std::string> topic_names() const;
+    // A reader's one topic (fixed once opened).
+    [[nodiscard]] const std::string& reader_topic() const noexcept;
     [[nodiscard]] const std::shared_ptr<client_impl>& client() const noexcept { return client_; }
 
     // Connection callbacks, per topic (through a listener holding this weakly).
@@ -85,7 +91,15 @@ private:
 
     static asio::awaitable<result<void>> subscribe_topic(std::shared_ptr<consumer_impl> self,
                                                          std::size_t t);
+    static asio::awaitable<result<void>> subscribe_topic_once(std::shared_ptr<consumer_impl> self,
+                                                              std::size_t t);
     static asio::awaitable<void> resubscribe(std::shared_ptr<consumer_impl> self, std::size_t t);
+    // Pattern subscriptions: list the namespace again, subscribe to new matching topics and
+    // close the consumers of topics no longer listed.
+    static asio::awaitable<void> rediscover(std::shared_ptr<consumer_impl> self);
+    static asio::awaitable<void> remove_topic(std::shared_ptr<consumer_impl> self, std::size_t t);
+    std::size_t add_topic_state(const std::string& name, std::int32_t partition, bool from_pattern);
+    void publish_names();
     static asio::awaitable<void> dead_letter(std::shared_ptr<consumer_impl> self, message m);
     static asio::awaitable<result<std::shared_ptr<producer_impl>>> side_producer(
         std::shared_ptr<consumer_impl> self, bool retry);
@@ -102,7 +116,12 @@ private:
     std::shared_ptr<client_impl> client_;
     consumer_options options_;
     std::optional<reader_options> reader_;
-    std::vector<std::string> names_;  // full names of every topic partition
+    std::vector<std::string> names_;  // full names of every topic partition (as topics_)
+    mutable std::mutex active_mu_;
+    std::vector<std::string> active_;  // names_ without the removed ones (topic_names())
+    std::optional<topic_pattern> pattern_;
+    steady::time_point next_discovery_ = steady::time_point::max();
+    bool discovering_ = false;
     std::vector<std::unique_ptr<topic_state>> topics_;
     std::deque<message> queue_;
     std::deque<completion<message>> receivers_;

@@ -58,14 +58,11 @@ asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(
     if (auto v = validate(spec); !v) co_return error(v.error());
     nc::consumer_options o;
     if (spec.topics.of == topic_selector::kind::pattern) {
-        auto ns = pattern_namespace(spec.topics.pattern);
-        if (!ns) co_return error(ns.error());
-        auto listed = co_await c.client().get_topics_of_namespace(*ns, asio::use_awaitable);
-        if (!listed) co_return error(from_client(listed.error()));
-        auto matched = matching_topics(spec.topics.pattern, *listed);
-        if (!matched) co_return error(matched.error());
-        if (matched->empty()) co_return error(errc::topic_not_found);
-        o.topics = std::move(*matched);
+        // The client lists the namespace, subscribes to what matches (possibly nothing yet) and
+        // keeps listing it: topics created later join the same consumer (the driver's).
+        if (auto ns = pattern_namespace(spec.topics.pattern); !ns) co_return error(ns.error());
+        o.topics_pattern = spec.topics.pattern;
+        o.pattern_auto_discovery_period = c.settings().pattern_auto_discovery_period;
     } else {
         for (const auto& n : spec.topics.names) o.topics.push_back(full_topic_name(n));
     }
@@ -99,7 +96,10 @@ asio::awaitable<result<std::unique_ptr<producer_port>>> create_producer(
     co_return make_producer_port(std::move(*r));
 }
 
-std::size_t max_message_size(const client_handle& c) { return c.settings().max_message_size; }
+std::size_t max_message_size(const client_handle& c) {
+    if (auto learnt = c.client().max_message_size()) return *learnt;
+    return c.settings().max_message_size;
+}
 
 asio::awaitable<void> shutdown(const client_handle& c) {
     (void)co_await c.client().async_close(asio::use_awaitable);

@@ -49,10 +49,14 @@ struct options {
     std::chrono::microseconds batch_max_delay{1'000};
     nereus::client::compression_type compression = nereus::client::compression_type::none;
     std::chrono::milliseconds send_timeout{30'000};
-    // What max_message_size() reports before the client learnt the broker's own value (the
-    // client enforces the value from CONNECTED: a bigger payload is refused with
-    // errc::message_too_large either way).
+    // What max_message_size() reports before the client learnt the broker's own value; once a
+    // connection is open it reports what the broker announced in CONNECTED (the client refuses
+    // a bigger payload with errc::message_too_large before sending it).
     std::size_t max_message_size = 5 * 1024 * 1024;
+    // Pattern subscriptions: how often the client lists the namespace again to subscribe to
+    // topics created after the subscription started (and to close those no longer listed).
+    // Java's patternAutoDiscoveryPeriod, 1 minute.
+    std::chrono::milliseconds pattern_auto_discovery_period{60'000};
 };
 
 class client_handle {
@@ -76,14 +80,18 @@ static_assert(sizeof(client_handle) == sizeof(std::shared_ptr<client_handle::sta
 
 // --- what transport.cc calls ---
 
-// One client consumer for the subscription `spec` declares (a topic, a list, or a pattern
-// resolved with GET_TOPICS_OF_NAMESPACE when it is opened), wrapped as the driver's port.
+// One client consumer for the subscription `spec` declares (a topic, a list, or a pattern the
+// client resolves with GET_TOPICS_OF_NAMESPACE when it is opened and again every
+// pattern_auto_discovery_period, adding topics created later; no matching topic yet is fine),
+// wrapped as the driver's port.
 boost::asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(
     const client_handle& c, const boost::asio::any_io_executor& ex, const subscriber_spec& spec,
     std::string consumer_name);
 // One client producer on `topic`.
 boost::asio::awaitable<result<std::unique_ptr<producer_port>>> create_producer(
     const client_handle& c, const boost::asio::any_io_executor& ex, std::string topic);
+// The broker's max_message_size as the client learnt it from CONNECTED; options::
+// max_message_size before any connection.
 [[nodiscard]] std::size_t max_message_size(const client_handle& c);
 // Closes the client (every producer and consumer, then the connections); afterwards every
 // handle of it is refused (errc::shut_down).
