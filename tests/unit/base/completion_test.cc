@@ -81,6 +81,8 @@ TEST(Completion, SmallCapturesAreInlineLargeOnesBoxed) {
         (void)v;
     };
     static_assert(!small_fn::fits_inline<decltype(large)>);
+    (void)small;
+    (void)large;
     // The boxed one still works like the inline one.
     int got = 0;
     small_fn f = [arr = std::array<std::uint64_t, 16>{}, &got](int v) {
