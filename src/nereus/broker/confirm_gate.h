@@ -27,6 +27,7 @@
 // Durability: a success passed to `done` means the confirmed end covering the entry is applied
 //   and durable in the metadata store, under this owner's ownership.
 
+#include "nereus/base/completion.h"
 #include "nereus/base/result.h"
 #include "nereus/meta/store.h"
 
@@ -43,7 +44,9 @@ namespace nereus::broker {
 
 class confirm_gate : public std::enable_shared_from_this<confirm_gate> {
 public:
-    using done_fn = std::function<void(result<void>)>;
+    // Inline, move-only (base/completion.h): room for a topic_store append_callback plus its
+    // position, so confirming an append allocates nothing for the callback.
+    using done_fn = inline_completion<void(result<void>), 104>;
 
     confirm_gate(meta::store& meta,
                  meta::session_id owner,

@@ -242,11 +242,8 @@ void connection::enqueue(proto::frame_buffer&& frame) {
     if (closed_) {
         return;
     }
-    queued_bytes_ += frame.size();
-    if (queued_bytes_ > ctx_.options.max_write_queue_bytes) {
-        NEREUS_LOG(broker_log(), warn, "closing connection peer={}: write queue over {} bytes",
-                   peer_, ctx_.options.max_write_queue_bytes);
-        close_now();
+    note_queued(frame.size());
+    if (closed_) {
         return;
     }
     queue_.push_back(std::move(frame));
@@ -255,6 +252,15 @@ void connection::enqueue(proto::frame_buffer&& frame) {
         auto self = shared_from_this();
         asio::co_spawn(strand_, writer(),
                        [self](std::exception_ptr e) { log_exception(e, self->peer_); });
+    }
+}
+
+void connection::note_queued(std::size_t n) {
+    queued_bytes_ += n;
+    if (queued_bytes_ > ctx_.options.max_write_queue_bytes) {
+        NEREUS_LOG(broker_log(), warn, "closing connection peer={}: write queue over {} bytes",
+                   peer_, ctx_.options.max_write_queue_bytes);
+        close_now();
     }
 }
 

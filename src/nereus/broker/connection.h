@@ -92,6 +92,32 @@ private:
         proto::server_error error_code = proto::server_error::unknown_error;  // when !outcome
         std::string error_message;
     };
+    // The producer's SENDs awaiting receipts, in SEND order: a FIFO over one vector whose
+    // capacity is reused (a std::deque allocates and frees a 512-byte chunk every few
+    // messages). pop_front() advances a head index; the consumed prefix is erased (moved down,
+    // no allocation) once it is at least half the vector.
+    class send_queue {
+    public:
+        bool empty() const { return head_ == v_.size(); }
+        std::size_t size() const { return v_.size() - head_; }
+        pending_send& front() { return v_[head_]; }
+        pending_send& operator[](std::size_t i) { return v_[head_ + i]; }
+        void push_back(pending_send&& s) { v_.push_back(std::move(s)); }
+        void pop_front() {
+            v_[head_] = pending_send{};
+            if (++head_ == v_.size()) {
+                v_.clear();
+                head_ = 0;
+            } else if (head_ >= 64 && head_ * 2 >= v_.size()) {
+                v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+                head_ = 0;
+            }
+        }
+
+    private:
+        std::vector<pending_send> v_;
+        std::size_t head_ = 0;
+    };
     struct producer_state {
         std::uint64_t id = 0;
         std::shared_ptr<topic> t;
@@ -101,7 +127,7 @@ private:
         bool closing = false;
         std::optional<std::uint64_t> close_request_id;
         std::uint64_t front_serial = 0;
-        std::deque<pending_send> pending;
+        send_queue pending;
     };
     struct consumer_state {
         std::shared_ptr<topic> t;
@@ -156,6 +182,8 @@ private:
     template <class F>
     void write_frame(F&& build);
     void enqueue(proto::frame_buffer&& frame);
+    // Counts n more queued bytes; closes the connection over max_write_queue_bytes.
+    void note_queued(std::size_t n);
     void error_reply(std::uint64_t request_id, std::error_code ec, std::string_view message);
     void close_now();
     std::chrono::steady_clock::time_point read_deadline() const;
@@ -174,6 +202,8 @@ private:
     std::size_t rbuf_end_ = 0;
 
     std::deque<proto::frame_buffer> queue_;
+    // write_frame() appends to the last queued buffer while it is smaller than this.
+    static constexpr std::size_t kCoalesceBytes = std::size_t{16} << 10;
     std::size_t queued_bytes_ = 0;
     bool writing_ = false;
     // The writer's gather lists (members so a write round allocates nothing).
@@ -218,6 +248,22 @@ private:
 template <class F>
 void connection::write_frame(F&& build) {
     if (closed_) {
+        return;
+    }
+    if (!queue_.empty() && queue_.back().size() < kCoalesceBytes) {
+        // Not yet taken by the writer: append this frame to the last queued buffer, so a
+        // burst of small replies (a group's SEND_RECEIPTs) costs no buffer per frame and
+        // leaves in one write.
+        proto::frame_buffer& last = queue_.back();
+        const std::size_t before = last.size();
+        auto r = build(last);
+        if (!r) {
+            last.resize(before);
+            NEREUS_LOG(broker_log(), debug, "frame not sent peer={} error={}", peer_,
+                       r.error().message());
+            return;
+        }
+        note_queued(last.size() - before);
         return;
     }
     proto::frame_buffer b = take_buffer();

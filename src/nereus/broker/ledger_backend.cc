@@ -252,32 +252,37 @@ public:
         o.batch_size = std::max<std::uint32_t>(1, info.batch_size);
         if (shared_) {
             // Durable is not yet confirmed: the stream CAS under the ownership node first.
-            l_->append(entry, o,
-                       [gate = shared_->gate, done = std::move(done)](
-                           result<ledger::message_id> r) mutable {
-                           if (!r) {
-                               done(nereus::error(r.error()));
-                               return;
-                           }
-                           const position pos{r->ledger_id, r->entry_id};
-                           gate->confirm(r->entry_id,
-                                         [done = std::move(done), pos](result<void> ok) {
-                                             if (!ok) {
-                                                 done(nereus::error(ok.error()));
-                                                 return;
-                                             }
-                                             done(pos);
-                                         });
-                       });
+            auto confirmed = [gate = shared_->gate,
+                              done = std::move(done)](result<ledger::message_id> r) mutable {
+                if (!r) {
+                    done(nereus::error(r.error()));
+                    return;
+                }
+                const position pos{r->ledger_id, r->entry_id};
+                auto release = [done = std::move(done), pos](result<void> ok) mutable {
+                    if (!ok) {
+                        done(nereus::error(ok.error()));
+                        return;
+                    }
+                    done(pos);
+                };
+                static_assert(confirm_gate::done_fn::fits_inline<decltype(release)>);
+                gate->confirm(r->entry_id, std::move(release));
+            };
+            static_assert(
+                ledger::managed_ledger::append_callback::fits_inline<decltype(confirmed)>);
+            l_->append(entry, o, std::move(confirmed));
             return;
         }
-        l_->append(entry, o, [done = std::move(done)](result<ledger::message_id> r) {
+        auto durable = [done = std::move(done)](result<ledger::message_id> r) mutable {
             if (!r) {
                 done(nereus::error(r.error()));
                 return;
             }
             done(position{r->ledger_id, r->entry_id});
-        });
+        };
+        static_assert(ledger::managed_ledger::append_callback::fits_inline<decltype(durable)>);
+        l_->append(entry, o, std::move(durable));
     }
 
     result<std::shared_ptr<subscription_cursor>> open_subscription(const std::string& name,

@@ -86,7 +86,7 @@ public:
     void remove_producer(std::uint64_t token);
 
     // Appends (durable completion, any thread) and wakes the subscriptions' dispatchers.
-    void append(std::span<const std::byte> entry, const append_info& info, append_callback done);
+    void append(std::span<const std::byte> entry, const append_info& info, append_done done);
 
     // Finds or creates the subscription (blocking: call it on the blocking pool). Errors:
     // consumer_busy (non-durable name clash), store errors.

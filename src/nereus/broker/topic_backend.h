@@ -22,6 +22,7 @@
 //   return after their change is durable (for durable subscriptions). Nothing is confirmed to a
 //   client before that.
 
+#include "nereus/base/completion.h"
 #include "nereus/base/result.h"
 
 #include <compare>
@@ -82,7 +83,12 @@ struct dispatch_entry {
 // An ack that could not be persisted is an error, never one of these.
 enum class ack_outcome { applied, no_effect, stale };
 
-using append_callback = std::function<void(result<position>)>;
+// Append completions are inline, move-only callables (base/completion.h): the produce path
+// allocates nothing per message. append_done is what topic::append takes (a connection's
+// capture of up to 48 bytes); append_callback, what a topic_store gets (append_done plus the
+// topic's own 24 bytes). Larger captures still work but are boxed on the heap.
+using append_done = inline_completion<void(result<position>), 48>;
+using append_callback = inline_completion<void(result<position>), 80>;
 using ack_callback = std::function<void(result<ack_outcome>)>;
 
 struct append_info {

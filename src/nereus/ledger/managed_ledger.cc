@@ -871,15 +871,6 @@ ledger_info managed_ledger::info() const {
 
 // ---------------------------------------------------------------- appends
 
-namespace {
-struct append_ctx {
-    std::shared_ptr<managed_ledger> ledger;
-    managed_ledger::append_callback done;
-    std::int64_t publish_time = 0;
-    std::size_t bytes = 0;
-};
-}  // namespace
-
 void managed_ledger::append(bytes_view payload,
                             const append_options& options,
                             append_callback done) {
@@ -911,18 +902,19 @@ void managed_ledger::append(bytes_view payload,
         {options.batch_size, options.publish_time},
         std::span<std::byte, format::kEntryHeaderSize>(buf.data(), format::kEntryHeaderSize));
     std::copy(payload.begin(), payload.end(), buf.begin() + format::kEntryHeaderSize);
-    auto* ctx = new append_ctx{shared_from_this(), std::move(done), options.publish_time, n};
-    env_.streams->append(
-        storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n),
-        [ctx](result<storage::offset> r) {
-            const std::unique_ptr<append_ctx> own(ctx);
-            if (!r) {
-                own->done(nereus::error(r.error()));
-                return;
-            }
-            own->ledger->stream_->on_appended(r->value(), own->publish_time, own->bytes);
-            own->done(message_id{own->ledger->registry_.ledger_id, r->value(), -1});
-        });
+    // The whole completion (ledger, caller's inline callback, publish time, size) is stored
+    // inline in the store's pending append: no heap context per append.
+    auto finish = [ledger = shared_from_this(), done = std::move(done),
+                   publish_time = options.publish_time, n](result<storage::offset> r) mutable {
+        if (!r) {
+            done(nereus::error(r.error()));
+            return;
+        }
+        ledger->stream_->on_appended(r->value(), publish_time, n);
+        done(message_id{ledger->registry_.ledger_id, r->value(), -1});
+    };
+    env_.streams->append(storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n),
+                         std::move(finish));
 }
 
 result<message_id> managed_ledger::append_sync(bytes_view payload, const append_options& options) {

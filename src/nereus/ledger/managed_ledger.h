@@ -29,6 +29,7 @@
 //   completes with ack_status::ok only after its cursor CAS is durable; admin operations return
 //   after their last CAS / storage call is durable.
 
+#include "nereus/base/completion.h"
 #include "nereus/base/result.h"
 #include "nereus/cursor/cursor.h"
 #include "nereus/ledger/ledger_stream.h"
@@ -51,7 +52,9 @@ struct cursor_entry;
 
 class managed_ledger : public std::enable_shared_from_this<managed_ledger> {
 public:
-    using append_callback = std::function<void(result<message_id>)>;
+    // Inline, move-only (base/completion.h): captures up to 104 bytes (the broker's append
+    // callback plus a confirm gate) are stored without allocating.
+    using append_callback = inline_completion<void(result<message_id>), 104>;
 
     // Opens the topic's ledger for writing (steps above). Errors: invalid_argument,
     // topic_not_found, owned_elsewhere, owner_fenced, stream_missing, corrupt_record,

@@ -242,7 +242,9 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
     }
     pending_.appends.push_back({st, off, rec_pos, rec_len, std::move(done)});
     ++enqueued_seq_;
-    const bool wake = committer_idle_;
+    // Wake a waiting committer only once the group it waits for is complete (see linger()).
+    const bool wake = committer_idle_ && (pending_.appends.size() >= wake_at_appends_ ||
+                                          pending_.bytes.size() >= opts_.max_group_bytes);
     lock.unlock();
     if (wake) {
         work_cv_.notify_one();
@@ -292,11 +294,13 @@ void journaled_store::linger(std::unique_lock<std::mutex>& lock) {
     }
     const auto delay = std::min<std::chrono::nanoseconds>(opts_.max_commit_delay, last_sync_ / 2);
     const auto deadline = std::chrono::steady_clock::now() + delay;
-    committer_idle_ = true;  // appenders notify while we wait
+    committer_idle_ = true;  // appenders notify while we wait, once the target is reached
+    wake_at_appends_ = target;
     work_cv_.wait_until(lock, deadline, [&] {
         return stop_ || pending_.appends.size() >= target ||
                pending_.bytes.size() >= opts_.max_group_bytes;
     });
+    wake_at_appends_ = 1;
     committer_idle_ = false;
 }
 

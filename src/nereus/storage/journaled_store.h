@@ -162,6 +162,10 @@ private:
     std::uint64_t next_incarnation_ = 1;
     std::thread::id committer_id_;
     bool committer_idle_ = false;
+    // While the committer waits: the pending append count at which an appender wakes it (1 when
+    // idle; the linger target while lingering, so a lingering group costs one wake-up, not one
+    // per append). Guarded by mu_.
+    std::size_t wake_at_appends_ = 1;
     // Committer-only: size of the last group and duration of its journal write + sync, for
     // the group-commit linger (store_options::max_commit_delay).
     std::size_t last_group_appends_ = 0;

@@ -175,11 +175,13 @@ bool connection::handle_send(const proto::frame_view& f) {
     }
     p->pending.push_back(std::move(ps));
     std::weak_ptr<connection> weak = weak_from_this();
-    p->t->append(f.headers_and_payload, info, [weak, p, serial](result<position> r) {
+    auto finish = [weak, p, serial](result<position> r) {
         if (auto self = weak.lock()) {
             self->queue_append_done(p, serial, std::move(r));
         }
-    });
+    };
+    static_assert(broker::append_done::fits_inline<decltype(finish)>);  // no allocation per SEND
+    p->t->append(f.headers_and_payload, info, std::move(finish));
     return true;
 }
 
