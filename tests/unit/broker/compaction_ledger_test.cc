@@ -279,5 +279,43 @@ TEST_F(CompactedTrimTest, ReadersAndNewSubscriptionsAtEarliestGetTheViewBelowThe
     EXPECT_TRUE(drain(*again).empty());
 }
 
+TEST_F(CompactedTrimTest, ALogTrimmedToTheHorizonStillHasTheViewAvailable) {
+    // Entries 0..5: k0..k2 twice; the view (horizon 6) keeps 3..5. Everything acked and trimmed:
+    // the log has no readable entry left, the view still has three.
+    for (int round = 0; round < 2; ++round) {
+        for (int i = 0; i < 3; ++i) {
+            append(single(kv{"k" + std::to_string(i), "v" + std::to_string(round)}));
+        }
+    }
+    ASSERT_TRUE(topic_->compaction()->run().has_value());
+    auto acker = topic_->subscribe("acker", {subscription_start::kind::earliest}, true);
+    ASSERT_TRUE(acker.has_value());
+    {
+        std::promise<result<ack_outcome>> p;
+        auto& c = (*acker)->cursor();
+        c.ack_cumulative(c.current_fence(), 5,
+                         [&p](result<ack_outcome> r) { p.set_value(std::move(r)); });
+        ASSERT_TRUE(p.get_future().get().has_value());
+    }
+    ASSERT_TRUE(topic_->store().trim().has_value());
+    ASSERT_EQ(topic_->store().details().first_entry, 6u);
+    ASSERT_FALSE(topic_->store().last_entry().has_value());
+
+    // GET_LAST_MESSAGE_ID (what has_message_available asks): the view's last entry, not "none".
+    auto reader = subscribe("reader", false);
+    ASSERT_TRUE(reader);
+    reader->send([&](proto::frame_buffer& b) {
+        return reader->writer().get_last_message_id(b, 1, 2).has_value();
+    });
+    auto r = reader->expect(proto::command_type::get_last_message_id_response, 30s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->cmd.getlastmessageidresponse().last_message_id().ledgerid(),
+              topic_->store().ledger_id());
+    EXPECT_EQ(r->cmd.getlastmessageidresponse().last_message_id().entryid(), 5u);
+    const std::vector<std::pair<std::uint64_t, std::string>> want{
+        {3, "k0=v1"}, {4, "k1=v1"}, {5, "k2=v1"}};
+    EXPECT_EQ(drain(*reader), want);
+}
+
 }  // namespace
 }  // namespace nereus::broker::test
