@@ -1,6 +1,9 @@
 // Compaction over the real ledger backend: a process SIGKILLed between the snapshot object put
 // and the record CAS leaves the previous view (no half snapshot visible), the view survives a
-// restart (loaded from the record), and the next run publishes.
+// restart (loaded from the record), and the next run publishes. And after a retention trim into
+// the view, read_compacted subscribers at earliest get the whole view, also below the log's
+// first readable entry (Pulsar's first read from earliest, doc/compaction.md), and a log
+// trimmed to the horizon answers GET_LAST_MESSAGE_ID with the view's last entry.
 
 #include "nereus/broker/ledger_backend.h"
 #include "nereus/broker/server.h"
