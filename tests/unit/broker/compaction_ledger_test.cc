@@ -275,6 +275,17 @@ TEST_F(CompactedTrimTest, ReadersAndNewSubscriptionsAtEarliestGetTheViewBelowThe
     const std::vector<std::pair<std::uint64_t, std::string>> from7(whole.begin() + 2, whole.end());
     EXPECT_EQ(drain(*resumed), from7);
 
+    // A reader that seeks to earliest reads the whole view again on its reconnect (the seek
+    // parks its subscription with the reset cursor; no new subscription is created).
+    reader->send([&](proto::frame_buffer& b) {
+        return reader->writer().seek(b, 1, 7, earliest).has_value();
+    });
+    ASSERT_TRUE(reader->expect(proto::command_type::close_consumer, 30s));
+    ASSERT_TRUE(reader->expect(proto::command_type::success, 30s));
+    auto reconnected = subscribe("reader", false, earliest);
+    ASSERT_TRUE(reconnected);
+    EXPECT_EQ(drain(*reconnected), whole);
+
     // An existing subscription is not re-read from the view's start: "acker" acked everything.
     acker->reset();
     auto again = subscribe("acker", true);
