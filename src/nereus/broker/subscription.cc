@@ -10,6 +10,7 @@
 #include <bitset>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <utility>
 
 namespace nereus::broker {
 
@@ -271,9 +272,10 @@ bool subscription::read_locked(std::size_t want) {
     reading_ = true;
     read_again_ = false;
     pool_->post([self = shared_from_this(), want, epoch = read_epoch_] {
-        auto r = self->read_cursor(want);
-        boost::asio::post(self->ex_, [self, epoch, r = std::move(r)]() mutable {
-            self->on_read_done(epoch, std::move(r));
+        view_claim claim;
+        auto r = self->read_cursor(want, &claim);
+        boost::asio::post(self->ex_, [self, epoch, r = std::move(r), claim]() mutable {
+            self->on_read_done(epoch, std::move(r), claim);
         });
     });
     return false;
@@ -294,12 +296,38 @@ std::shared_ptr<topic_compaction> subscription::compaction() const {
     return compacted_;
 }
 
+void subscription::read_view_from(std::uint64_t entry_id) {
+    std::lock_guard lock(compacted_mu_);
+    if (!compacted_read_) {
+        view_from_ = view_from_ ? std::min(*view_from_, entry_id) : entry_id;
+    }
+}
+
+void subscription::give_back_view_claim(const view_claim& claim) {
+    if (!claim.from) {
+        return;
+    }
+    std::lock_guard lock(compacted_mu_);
+    if (claim.gen == view_gen_) {
+        view_from_ = view_from_ ? std::min(*view_from_, *claim.from) : *claim.from;
+    }
+}
+
 // read_compacted: while the read position is at or below the horizon, the compacted view's
 // entries from there (not acked, original ids), and the read position moves past them (to the
 // horizon's successor once the view is exhausted); then the log after the horizon. A rewind,
 // seek or fence change brings the read position back to the mark-delete position, so the view
 // is read again from there.
-result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want) {
+//
+// First read from earliest (read_view_from, Pulsar's isFirstRead): the read starts at the view
+// entry view_from_ even below the cursor's read position. The view outlives the log: after a
+// retention trim a new cursor starts at the log's first readable entry, and the view entries
+// below it would otherwise never be delivered. Those entries are below the cursor's start, so
+// the cursor cannot have acked them (is_acked says yes for anything below its mark-delete
+// position): they are delivered unfiltered. A read that stops below the read position (want
+// reached) leaves view_from_ at the next view entry, so the next read continues there.
+result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want,
+                                                              view_claim* claim) {
     std::shared_ptr<topic_compaction> comp;
     {
         std::lock_guard lock(compacted_mu_);
@@ -312,8 +340,21 @@ result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want) 
     if (!v) {
         return nereus::error(v.error());
     }
+    std::optional<std::uint64_t> early;
+    std::uint64_t gen = 0;
+    {
+        std::lock_guard lock(compacted_mu_);
+        early = std::exchange(view_from_, std::nullopt);
+        compacted_read_ = true;
+        gen = view_gen_;
+    }
+    if (claim != nullptr) {
+        claim->from = early;
+        claim->gen = gen;
+    }
     if (const auto& view = *v; view) {
-        const auto from = cursor_->next_read_position();
+        const auto pos = cursor_->next_read_position();
+        const auto from = early ? std::min(*early, pos) : pos;
         if (from < view->end) {
             std::vector<dispatch_entry> out;
             const auto fence = cursor_->current_fence();
@@ -324,7 +365,7 @@ result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want) 
                     next = e.entry_id;
                     break;
                 }
-                if (cursor_->is_acked(e.entry_id)) {
+                if (e.entry_id >= pos && cursor_->is_acked(e.entry_id)) {
                     continue;
                 }
                 dispatch_entry d;
@@ -334,6 +375,13 @@ result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want) 
                 d.data = e.data;
                 d.fence = fence;
                 out.push_back(std::move(d));
+            }
+            if (next < pos) {
+                // Stopped below the read position: the next read continues in the view.
+                std::lock_guard lock(compacted_mu_);
+                if (view_gen_ == gen && !view_from_) {
+                    view_from_ = next;
+                }
             }
             cursor_->skip_read_to(next);
             if (!out.empty()) {
@@ -357,11 +405,17 @@ void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {
     }
 }
 
-void subscription::on_read_done(std::uint64_t epoch, result<std::vector<dispatch_entry>> r) {
+void subscription::on_read_done(std::uint64_t epoch,
+                                result<std::vector<dispatch_entry>> r,
+                                const view_claim& claim) {
     std::lock_guard lock(mu_);
     reading_ = false;
     const bool again = read_again_;
     read_again_ = false;
+    if (epoch != read_epoch_ || consumers_.empty() || !r) {
+        // Nothing of this read is delivered: a first read from earliest is given back.
+        give_back_view_claim(claim);
+    }
     if (epoch != read_epoch_ || consumers_.empty()) {
         // A rewind or seek happened while the read was in flight: its entries may predate it.
         // Drop them and rewind again (the cursor may have moved past them after the rewind).
@@ -876,6 +930,17 @@ result<void> subscription::reset_cursor(const seek_target& target) {
     auto r = cursor_->seek(target);
     if (!r) {
         return nereus::error(r.error());
+    }
+    {
+        // A seek to earliest reads a compacted view from its first entry again (as a new
+        // reader at earliest would); any other seek starts where the cursor now stands.
+        std::lock_guard lock(compacted_mu_);
+        ++view_gen_;
+        if (target.where == seek_target::kind::earliest && compacted_) {
+            view_from_ = 0;
+        } else {
+            view_from_.reset();
+        }
     }
     std::lock_guard lock(mu_);
     buffer_.clear();

@@ -40,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -181,6 +182,16 @@ public:
     bool read_compacted() const;
     // The compaction a read_compacted subscription reads through (nullptr otherwise).
     std::shared_ptr<topic_compaction> compaction() const;
+    // Pulsar's first compacted read from earliest (CompactedTopicImpl.asyncReadEntriesOrWait):
+    // the subscription's first compacted read starts at the view's first entry with id >=
+    // `entry_id` instead of at the cursor's read position, so a subscriber starting at earliest
+    // gets the view entries that retention trimmed from the log (they sit below the cursor's
+    // start, are delivered unfiltered and count as acked for the cursor). The connection arms
+    // it at SUBSCRIBE for a subscription created by that SUBSCRIBE (or a reader) starting at
+    // earliest, and for a reader resuming below the log's first readable entry. No effect once
+    // a compacted read has run (a rewind does not re-arm it, as in Pulsar); a seek to earliest
+    // re-arms it, any other seek clears it. In memory only (applied).
+    void read_view_from(std::uint64_t entry_id);
     sub_type type() const;
     std::vector<consumer_view> consumer_views() const;
     void disconnect_consumers();
@@ -210,9 +221,19 @@ private:
     // completion continues the dispatch.
     bool read_locked(std::size_t want);
     void add_read_locked(std::vector<dispatch_entry>& entries);
+    // What a compacted read took of view_from_ (given back when its entries are dropped).
+    struct view_claim {
+        std::optional<std::uint64_t> from;
+        std::uint64_t gen = 0;
+    };
     // The cursor read, through the compacted view when read_compacted (blocking).
-    result<std::vector<dispatch_entry>> read_cursor(std::size_t want);
-    void on_read_done(std::uint64_t epoch, result<std::vector<dispatch_entry>> r);
+    result<std::vector<dispatch_entry>> read_cursor(std::size_t want, view_claim* claim = nullptr);
+    // A read's entries were dropped (stale or failed): its view_from_ comes back unless a seek
+    // set it meanwhile.
+    void give_back_view_claim(const view_claim& claim);
+    void on_read_done(std::uint64_t epoch,
+                      result<std::vector<dispatch_entry>> r,
+                      const view_claim& claim);
     void dispatch_key_shared_locked();
     // Key_Shared consumer selection (Pulsar's selectors; see doc/broker.md).
     result<void> ks_attach_locked(consumer& c);
@@ -231,6 +252,12 @@ private:
     std::atomic<bool> parked_{false};
     mutable std::mutex compacted_mu_;
     std::shared_ptr<topic_compaction> compacted_;  // guarded by compacted_mu_
+    // read_view_from (guarded by compacted_mu_): where the next compacted read starts in the
+    // view when below the cursor's read position; compacted_read_ once a compacted read ran;
+    // view_gen_ moves on with every seek (a dropped read's claim is then not given back).
+    std::optional<std::uint64_t> view_from_;
+    bool compacted_read_ = false;
+    std::uint64_t view_gen_ = 0;
 
     mutable std::mutex mu_;
     sub_type type_ = sub_type::exclusive;               // guarded by mu_

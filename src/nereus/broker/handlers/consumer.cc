@@ -8,7 +8,9 @@
 #include "nereus/proto/protocol_version.h"
 #include "nereus/proto/pulsar_api.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
+#include <optional>
 
 namespace nereus::broker {
 
@@ -18,8 +20,29 @@ using asio::awaitable;
 namespace {
 
 // Finds or creates the subscription SUBSCRIBE names (blocking: runs on the blocking pool).
-result<std::shared_ptr<subscription>> subscribe_on(topic& t, const proto::pb::CommandSubscribe& s) {
+// view_from: for a read_compacted SUBSCRIBE on a topic with a compaction, where the
+// subscription's first compacted read starts in the view (subscription::read_view_from) —
+// entry 0 when this SUBSCRIBE creates the subscription (or opens a reader) at earliest, as
+// Pulsar's first read from earliest; a reader resuming at an entry the log no longer holds
+// (trimmed, retention) starts the cursor at the log's first readable entry and the view at
+// that entry, so it goes on through the view where it stopped.
+result<std::shared_ptr<subscription>> subscribe_on(topic& t,
+                                                   const proto::pb::CommandSubscribe& s,
+                                                   std::optional<std::uint64_t>& view_from) {
     const bool durable = !s.has_durable() || s.durable();
+    const bool compacted = s.read_compacted() && t.compaction() != nullptr;
+    bool created = compacted;
+    if (compacted) {
+        for (const auto& o : t.open_subscriptions()) {
+            if (o->name() == s.subscription()) {
+                created = false;  // a parked reader (after a seek) or a durable one in use
+            }
+        }
+        if (created && durable) {
+            const auto names = t.store().subscription_names();
+            created = std::find(names.begin(), names.end(), s.subscription()) == names.end();
+        }
+    }
     subscription_start start;
     start.where = s.initialposition() == 1 ? subscription_start::kind::earliest
                                            : subscription_start::kind::latest;
@@ -45,7 +68,16 @@ result<std::shared_ptr<subscription>> subscribe_on(topic& t, const proto::pb::Co
             if (m.has_batch_index() && m.batch_index() > 0) {
                 start.batch_index = m.batch_index();
             }
+            if (created && m.entryid() < t.store().details().first_entry) {
+                // Trimmed from the log, kept by the view: resume there (the client drops the
+                // start message itself, as for any reader start).
+                start.where = subscription_start::kind::earliest;
+                view_from = m.entryid();
+            }
         }
+    }
+    if (created && start.where == subscription_start::kind::earliest && !view_from) {
+        view_from = 0;
     }
     return t.subscribe(s.subscription(), start, durable);
 }
@@ -74,12 +106,13 @@ awaitable<void> connection::handle_subscribe(const proto::frame_view& f) {
     // job; SUCCESS only after the durable creation (below, back on the strand).
     std::optional<result<std::shared_ptr<topic>>> opened;
     std::optional<result<std::shared_ptr<subscription>>> sub;
+    std::optional<std::uint64_t> view_from;
     co_await offload([&] {
         opened.emplace(ctx_.topics.open(*name, create));
         if (!*opened) {
             return;
         }
-        sub.emplace(subscribe_on(***opened, s));
+        sub.emplace(subscribe_on(***opened, s, view_from));
     });
     if (!opened) {
         error_reply(req, proto::error_kind::unavailable, "cannot open topic");
@@ -125,6 +158,9 @@ awaitable<void> connection::handle_subscribe(const proto::frame_view& f) {
         }
         if ((*t)->compaction()) {
             (*sub_r)->set_compacted((*t)->compaction());
+            if (view_from) {
+                (*sub_r)->read_view_from(*view_from);  // the first read (see subscribe_on)
+            }
         }
     }
     if (auto r = (*sub_r)->add_consumer(c); !r) {
@@ -370,24 +406,28 @@ void connection::reply_last_message_id(std::uint64_t req, const consumer_state& 
     if (t.name().partition) {
         last.partition = static_cast<std::int32_t>(*t.name().partition);
     }
-    if (auto le = st.t->store().last_entry()) {
+    const auto le = st.t->store().last_entry();
+    if (le) {
         last.ledger_id = le->pos.ledger_id;
         last.entry_id = le->pos.entry_id;
         if (le->batch_size > 1) {
             last.batch_index = static_cast<std::int32_t>(le->batch_size - 1);
         }
-        if (view != nullptr && view->ledger_id == le->pos.ledger_id &&
-            view->end >= le->pos.entry_id + 1) {
-            last.batch_index = -1;
-            if (view->entries.empty()) {
-                last.ledger_id = proto::no_position;
-                last.entry_id = proto::no_position;
-            } else {
-                const auto& e = view->entries.back();
-                last.entry_id = e.entry_id;
-                if (e.batch_size > 1) {
-                    last.batch_index = static_cast<std::int32_t>(e.batch_size - 1);
-                }
+    }
+    // The view answers when its horizon reaches the log's end — also when retention trimmed
+    // the whole log (no readable last entry) while the view still holds messages.
+    if (view != nullptr &&
+        (!le || (view->ledger_id == le->pos.ledger_id && view->end >= le->pos.entry_id + 1))) {
+        last.batch_index = -1;
+        if (view->entries.empty()) {
+            last.ledger_id = proto::no_position;
+            last.entry_id = proto::no_position;
+        } else {
+            const auto& e = view->entries.back();
+            last.ledger_id = view->ledger_id;
+            last.entry_id = e.entry_id;
+            if (e.batch_size > 1) {
+                last.batch_index = static_cast<std::int32_t>(e.batch_size - 1);
             }
         }
     }
