@@ -488,10 +488,11 @@ struct event_subscriptions::impl {
         return error(errc::timeout);
     }
 
-    // A trimmed partition (firstEntry > 0): the broker's read_compacted reader starts at the
-    // first readable entry and skips the view's entries below it (doc/events.md, Not done), so
-    // the snapshot would silently miss rows. Count the view entries a reader gets up to the
-    // horizon; fewer than the view holds is an error (errc::broker), never a partial image.
+    // A trimmed partition (firstEntry > 0): the view's entries below the first readable entry
+    // exist only in the compacted view. A reader at earliest gets them (the broker's first read
+    // from earliest, doc/compaction.md); this guard checks it: count the view entries a reader
+    // gets up to the horizon; fewer than the view holds is an error (errc::broker), never a
+    // partial image.
     result<void> verify_view_readable(const sub_state& s, std::uint32_t p, const stats_info& st,
                                       deadline_t deadline) {
         if (st.first_entry <= 0 || st.view_entries <= 0 || st.horizon < 0) {
