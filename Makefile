@@ -77,7 +77,7 @@ clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz build-prod
 
 format:
-	find src apps tests bench examples -name '*.h' -o -name '*.cc' | xargs clang-format -i
+	git ls-files '*.h' '*.cc' '*.cpp' | xargs clang-format -i
 
 # Crash and power-loss campaigns, long modes (not in CI; `make test` runs the short ones:
 # ctest crash.broker_campaign = 20 kills, LedgerPowerLoss = 24 seeds). See doc/testing.md.

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
-#include <condition_variable>
 #include <thread>
 
 namespace nereus::bench {
@@ -24,7 +24,8 @@ double latencies::percentile_ms(double q) const {
         return 0;
     }
     std::vector<std::uint32_t> v = us_;
-    const auto k = std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())));
+    const auto k =
+        std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
     return v[k] / 1000.0;
 }
@@ -78,17 +79,28 @@ bool parse(int argc, char** argv, plan& p) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i];
         const char* v = argv[i + 1];
-        if (k == "--mode") p.mode = v;
-        else if (k == "--count") p.count = std::strtoull(v, nullptr, 10);
-        else if (k == "--size") p.size = std::strtoull(v, nullptr, 10);
-        else if (k == "--window") p.window = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
-        else if (k == "--rate") p.rate = std::strtod(v, nullptr);
-        else if (k == "--duration") p.duration = std::strtod(v, nullptr);
-        else if (k == "--timeout") p.timeout = std::strtod(v, nullptr);
-        else if (k == "--host") p.host = v;
-        else if (k == "--port") p.port = std::atoi(v);
-        else if (k == "--name") p.name = v;
-        else if (k == "--label") p.label = v;
+        if (k == "--mode")
+            p.mode = v;
+        else if (k == "--count")
+            p.count = std::strtoull(v, nullptr, 10);
+        else if (k == "--size")
+            p.size = std::strtoull(v, nullptr, 10);
+        else if (k == "--window")
+            p.window = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
+        else if (k == "--rate")
+            p.rate = std::strtod(v, nullptr);
+        else if (k == "--duration")
+            p.duration = std::strtod(v, nullptr);
+        else if (k == "--timeout")
+            p.timeout = std::strtod(v, nullptr);
+        else if (k == "--host")
+            p.host = v;
+        else if (k == "--port")
+            p.port = std::atoi(v);
+        else if (k == "--name")
+            p.name = v;
+        else if (k == "--label")
+            p.label = v;
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());
             return false;
@@ -163,11 +175,14 @@ int run_main(int argc, char** argv, const system_hooks& hooks) {
         e2e_secs = std::max(secs(ps.start_ns, ps.last_ack_ns), secs(ps.start_ns, cs.last_ns));
     }
     const double psecs = secs(ps.start_ns, ps.last_ack_ns);
-    const std::uint64_t cfrom = p.mode == "seq" ? cs.start_ns : (cs.first_ns ? cs.first_ns : cs.start_ns);
+    const std::uint64_t cfrom =
+        p.mode == "seq" ? cs.start_ns : (cs.first_ns ? cs.first_ns : cs.start_ns);
     const double csecs = secs(cfrom, cs.last_ns);
     std::uint64_t errors = ps.errors + cs.errors + (perr.empty() ? 0 : 1) + (cerr.empty() ? 0 : 1);
-    if (!perr.empty()) std::fprintf(stderr, "producer: %s\n", perr.c_str());
-    if (!cerr.empty()) std::fprintf(stderr, "consumer: %s\n", cerr.c_str());
+    if (!perr.empty())
+        std::fprintf(stderr, "producer: %s\n", perr.c_str());
+    if (!cerr.empty())
+        std::fprintf(stderr, "consumer: %s\n", cerr.c_str());
     if (ps.acked != p.count || cs.distinct != p.count) {
         std::fprintf(stderr, "incomplete: acked %llu distinct %llu of %llu\n",
                      static_cast<unsigned long long>(ps.acked),

@@ -29,8 +29,8 @@ struct plan {
     std::uint64_t count = 10000;
     std::size_t size = 100;
     std::uint32_t window = 1000;
-    double rate = 0;      // msg/s, rate mode
-    double duration = 0;  // s, rate mode (count = rate * duration)
+    double rate = 0;       // msg/s, rate mode
+    double duration = 0;   // s, rate mode (count = rate * duration)
     double timeout = 120;  // s, a run that takes longer fails
     std::string host = "127.0.0.1";
     int port = 0;
@@ -85,7 +85,9 @@ struct consumer_stats {
 void fill_payload(char* buf, std::size_t size, std::uint64_t index, std::uint64_t intended_ns);
 
 // Intended send time of message i (rate mode: start + i/rate; otherwise `now`).
-inline std::uint64_t intended_ns(const plan& p, std::uint64_t start, std::uint64_t i,
+inline std::uint64_t intended_ns(const plan& p,
+                                 std::uint64_t start,
+                                 std::uint64_t i,
                                  std::uint64_t now) {
     return p.rate > 0 ? start + static_cast<std::uint64_t>(static_cast<double>(i) * 1e9 / p.rate)
                       : now;
@@ -170,7 +172,9 @@ public:
     virtual ~consumer() = default;
     // Marks itself ready (subscribed) through `ready`, then consumes until p.count distinct
     // messages were seen or p.timeout passed; returns an error text or "".
-    virtual std::string run(const plan& p, consumer_stats& st, const std::function<void()>& ready) = 0;
+    virtual std::string run(const plan& p,
+                            consumer_stats& st,
+                            const std::function<void()>& ready) = 0;
 };
 
 struct system_hooks {
@@ -188,8 +192,12 @@ template <class Producer, class Consumer>
 int run_main(int argc, char** argv, std::function<std::string(const plan&)> setup) {
     system_hooks h;
     h.setup = std::move(setup);
-    h.make_producer = [](const plan& p) { return std::make_unique<Producer>(p); };
-    h.make_consumer = [](const plan& p) { return std::make_unique<Consumer>(p); };
+    h.make_producer = [](const plan& p) {
+        return std::make_unique<Producer>(p);
+    };
+    h.make_consumer = [](const plan& p) {
+        return std::make_unique<Consumer>(p);
+    };
     return run_main(argc, argv, h);
 }
 

@@ -7,11 +7,9 @@
 // on the library's delivery thread and is the only writer of the producer stats meanwhile.
 
 #include "load.h"
-
-#include <nats/nats.h>
-
 #include <atomic>
 #include <cstring>
+#include <nats/nats.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,10 +38,12 @@ struct connection {
             return;
         }
         s = natsConnection_JetStream(&js, nc, jo);
-        if (s != NATS_OK) err = st_err(s, "jetstream");
+        if (s != NATS_OK)
+            err = st_err(s, "jetstream");
     }
     ~connection() {
-        if (js) jsCtx_Destroy(js);
+        if (js)
+            jsCtx_Destroy(js);
         if (nc) {
             natsConnection_Close(nc);
             natsConnection_Destroy(nc);
@@ -67,7 +67,8 @@ void on_puback(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closu
         const char* d = natsMsg_GetData(msg);
         if (natsMsg_GetDataLength(msg) >= 20) {
             std::memcpy(&index, d + 4, 8);
-            if (index < a->sent_at->size()) a->st->publish.add_ns(t - (*a->sent_at)[index]);
+            if (index < a->sent_at->size())
+                a->st->publish.add_ns(t - (*a->sent_at)[index]);
         }
     }
     a->st->last_ack_ns = t;
@@ -91,7 +92,8 @@ public:
         jo.PublishAsync.AckHandlerClosure = &a;
         jo.PublishAsync.StallWait = static_cast<int64_t>(p.timeout * 1000);
         connection c(p, &jo);
-        if (!c.err.empty()) return c.err;
+        if (!c.err.empty())
+            return c.err;
         std::vector<char> buf(p.size, 'x');
         const std::string subj = p.name + ".m";
         st.start_ns = now_ns();
@@ -103,8 +105,10 @@ public:
             }
             fill_payload(buf.data(), p.size, i, t);
             sent_at[i] = t;
-            natsStatus s = js_PublishAsync(c.js, subj.c_str(), buf.data(), static_cast<int>(p.size), nullptr);
-            if (s != NATS_OK) return st_err(s, "publish");
+            natsStatus s =
+                js_PublishAsync(c.js, subj.c_str(), buf.data(), static_cast<int>(p.size), nullptr);
+            if (s != NATS_OK)
+                return st_err(s, "publish");
         }
         jsPubOptions po;
         jsPubOptions_Init(&po);
@@ -118,7 +122,8 @@ public:
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         st.acked = a.acked.load(std::memory_order_acquire);
-        if (s != NATS_OK) return st_err(s, "publish complete");
+        if (s != NATS_OK)
+            return st_err(s, "publish complete");
         return "";
     }
 
@@ -130,28 +135,38 @@ class nats_consumer final : public consumer {
 public:
     explicit nats_consumer(const plan& p) : c_(p, nullptr) {}
     ~nats_consumer() override {
-        if (sub_) natsSubscription_Destroy(sub_);
+        if (sub_)
+            natsSubscription_Destroy(sub_);
     }
 
-    std::string run(const plan& p, consumer_stats& st, const std::function<void()>& ready) override {
-        if (!c_.err.empty()) return c_.err;
+    std::string run(const plan& p,
+                    consumer_stats& st,
+                    const std::function<void()>& ready) override {
+        if (!c_.err.empty())
+            return c_.err;
         const std::string subj = p.name + ".m";
         jsErrCode jerr{};
         natsStatus s = js_PullSubscribe(&sub_, c_.js, subj.c_str(), "g", nullptr, nullptr, &jerr);
-        if (s != NATS_OK) return st_err(s, "pull subscribe");
+        if (s != NATS_OK)
+            return st_err(s, "pull subscribe");
         ready();
-        if (st.start_ns == 0) st.start_ns = now_ns();
+        if (st.start_ns == 0)
+            st.start_ns = now_ns();
         const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(p.timeout * 1e9);
         while (st.distinct < p.count) {
-            if (now_ns() > deadline) return "timeout";
+            if (now_ns() > deadline)
+                return "timeout";
             natsMsgList list{};
             s = natsSubscription_Fetch(&list, sub_, 1000, 200, &jerr);
-            if (s == NATS_TIMEOUT) continue;
-            if (s != NATS_OK) return st_err(s, "fetch");
+            if (s == NATS_TIMEOUT)
+                continue;
+            if (s != NATS_OK)
+                return st_err(s, "fetch");
             const auto now = now_ns();
             for (int i = 0; i < list.Count; ++i) {
                 natsMsg* m = list.Msgs[i];
-                st.on_message(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m)), now);
+                st.on_message(natsMsg_GetData(m),
+                              static_cast<std::size_t>(natsMsg_GetDataLength(m)), now);
                 natsMsg_Ack(m, nullptr);
             }
             natsMsgList_Destroy(&list);
@@ -173,7 +188,8 @@ int main(int argc, char** argv) {
     // Creates the stream and its durable consumer before the run.
     const auto setup = [](const plan& p) -> std::string {
         connection c(p, nullptr);
-        if (!c.err.empty()) return c.err;
+        if (!c.err.empty())
+            return c.err;
         const std::string subj = p.name + ".m";
         const char* subjects[] = {subj.c_str()};
         jsStreamConfig sc;
@@ -186,7 +202,8 @@ int main(int argc, char** argv) {
         jsErrCode jerr{};
         jsStreamInfo* si = nullptr;
         natsStatus s = js_AddStream(&si, c.js, &sc, nullptr, &jerr);
-        if (s != NATS_OK) return st_err(s, "add stream");
+        if (s != NATS_OK)
+            return st_err(s, "add stream");
         jsStreamInfo_Destroy(si);
         jsConsumerConfig cc;
         jsConsumerConfig_Init(&cc);
@@ -196,7 +213,8 @@ int main(int argc, char** argv) {
         cc.MaxAckPending = 20000;
         jsConsumerInfo* ci = nullptr;
         s = js_AddConsumer(&ci, c.js, p.name.c_str(), &cc, nullptr, &jerr);
-        if (s != NATS_OK) return st_err(s, "add consumer");
+        if (s != NATS_OK)
+            return st_err(s, "add consumer");
         jsConsumerInfo_Destroy(ci);
         return "";
     };

@@ -5,7 +5,6 @@
 // Thread-safety: single-threaded tool.
 
 #include "apps/nereus/perf/raw_baseline.h"
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,9 +21,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "probe failed\n");
         return 1;
     }
-    std::printf("probe: size=%llu group=%u rec_s=%.0f mb_s=%.2f syncs=%llu sync_p50_ms=%.3f "
-                "sync_p99_ms=%.3f\n",
-                static_cast<unsigned long long>(size), group, r->records_per_s, r->mb_per_s,
-                static_cast<unsigned long long>(r->syncs), r->sync_p50_ms, r->sync_p99_ms);
+    std::printf(
+        "probe: size=%llu group=%u rec_s=%.0f mb_s=%.2f syncs=%llu sync_p50_ms=%.3f "
+        "sync_p99_ms=%.3f\n",
+        static_cast<unsigned long long>(size), group, r->records_per_s, r->mb_per_s,
+        static_cast<unsigned long long>(r->syncs), r->sync_p50_ms, r->sync_p99_ms);
     return 0;
 }

@@ -6,12 +6,9 @@
 // Ownership: each producer/consumer owns its redisContext. Not thread-safe per object.
 
 #include "load.h"
-
+#include <cstring>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-
-#include <cstring>
-
 #include <string>
 #include <vector>
 
@@ -22,7 +19,8 @@ redisContext* connect(const plan& p, std::string& err) {
     redisContext* c = redisConnect(p.host.c_str(), p.port);
     if (c == nullptr || c->err) {
         err = c ? c->errstr : "redisConnect failed";
-        if (c) redisFree(c);
+        if (c)
+            redisFree(c);
         return nullptr;
     }
     return c;
@@ -32,33 +30,42 @@ class redis_producer final : public producer {
 public:
     explicit redis_producer(const plan& p) { c_ = connect(p, err_); }
     ~redis_producer() override {
-        if (c_) redisFree(c_);
+        if (c_)
+            redisFree(c_);
     }
 
     std::string run(const plan& p, producer_stats& st) override {
-        if (!c_) return err_;
+        if (!c_)
+            return err_;
         const char* argv[5] = {"XADD", p.name.c_str(), "*", "d", nullptr};
         const size_t argl[5] = {4, p.name.size(), 1, 1, p.size};
         send_window w(p, st);
         const auto append = [&](const std::vector<char>& buf) -> std::string {
             argv[4] = buf.data();
-            if (redisAppendCommandArgv(c_, 5, argv, argl) != REDIS_OK) return c_->errstr;
+            if (redisAppendCommandArgv(c_, 5, argv, argl) != REDIS_OK)
+                return c_->errstr;
             return "";
         };
         while (!w.done()) {
             const auto now = now_ns();
-            if (w.timed_out(now)) return "timeout";
-            if (auto e = w.send_due(now, append); !e.empty()) return e;
+            if (w.timed_out(now))
+                return "timeout";
+            if (auto e = w.send_due(now, append); !e.empty())
+                return e;
             int done = 0;
             while (!done) {
-                if (redisBufferWrite(c_, &done) != REDIS_OK) return c_->errstr;
+                if (redisBufferWrite(c_, &done) != REDIS_OK)
+                    return c_->errstr;
             }
             const auto next = w.next_send_in();
             const int timeout_ms = next ? static_cast<int>(*next / 1000000) : -1;
-            if (w.nothing_in_flight() && timeout_ms < 0) continue;
+            if (w.nothing_in_flight() && timeout_ms < 0)
+                continue;
             pollfd pfd{c_->fd, POLLIN, 0};
-            if (poll(&pfd, 1, timeout_ms) <= 0) continue;
-            if (redisBufferRead(c_) != REDIS_OK) return c_->errstr;
+            if (poll(&pfd, 1, timeout_ms) <= 0)
+                continue;
+            if (redisBufferRead(c_) != REDIS_OK)
+                return c_->errstr;
             void* r = nullptr;
             while (redisReaderGetReply(c_->reader, &r) == REDIS_OK && r != nullptr) {
                 auto* rep = static_cast<redisReply*>(r);
@@ -85,31 +92,39 @@ class redis_consumer final : public consumer {
 public:
     explicit redis_consumer(const plan& p) { c_ = connect(p, err_); }
     ~redis_consumer() override {
-        if (c_) redisFree(c_);
+        if (c_)
+            redisFree(c_);
     }
 
-    std::string run(const plan& p, consumer_stats& st, const std::function<void()>& ready) override {
-        if (!c_) return err_;
+    std::string run(const plan& p,
+                    consumer_stats& st,
+                    const std::function<void()>& ready) override {
+        if (!c_)
+            return err_;
         ready();
-        if (st.start_ns == 0) st.start_ns = now_ns();
+        if (st.start_ns == 0)
+            st.start_ns = now_ns();
         const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(p.timeout * 1e9);
         std::vector<const char*> argv;
         std::vector<size_t> argl;
         argv.reserve(1003);
         argl.reserve(1003);
-        const char* rd[] = {"XREADGROUP", "GROUP", "g", "c", "COUNT", "1000", "BLOCK", "100",
-                            "STREAMS", p.name.c_str(), ">"};
+        const char* rd[] = {"XREADGROUP", "GROUP",        "g", "c", "COUNT", "1000", "BLOCK", "100",
+                            "STREAMS",    p.name.c_str(), ">"};
         size_t rdl[11];
-        for (int i = 0; i < 11; ++i) rdl[i] = strlen(rd[i]);
+        for (int i = 0; i < 11; ++i)
+            rdl[i] = strlen(rd[i]);
         redisAppendCommandArgv(c_, 11, rd, rdl);
         redisReply* prev = nullptr;  // the batch whose ids the pending XACK references
         bool ack_pending = false;
         while (true) {
             if (ack_pending) {
                 void* r = nullptr;
-                if (redisGetReply(c_, &r) != REDIS_OK) return c_->errstr;
+                if (redisGetReply(c_, &r) != REDIS_OK)
+                    return c_->errstr;
                 auto* rep = static_cast<redisReply*>(r);
-                if (rep->type != REDIS_REPLY_INTEGER) ++st.errors;
+                if (rep->type != REDIS_REPLY_INTEGER)
+                    ++st.errors;
                 freeReplyObject(rep);
                 ack_pending = false;
                 if (prev) {
@@ -117,10 +132,13 @@ public:
                     prev = nullptr;
                 }
             }
-            if (st.distinct >= p.count) break;
-            if (now_ns() > deadline) return "timeout";
+            if (st.distinct >= p.count)
+                break;
+            if (now_ns() > deadline)
+                return "timeout";
             void* r = nullptr;
-            if (redisGetReply(c_, &r) != REDIS_OK) return c_->errstr;
+            if (redisGetReply(c_, &r) != REDIS_OK)
+                return c_->errstr;
             auto* rep = static_cast<redisReply*>(r);
             const auto now = now_ns();
             argv.assign({"XACK", p.name.c_str(), "g"});
@@ -169,13 +187,17 @@ int main(int argc, char** argv) {
     const auto setup = [](const plan& p) -> std::string {
         std::string err;
         redisContext* c = connect(p, err);
-        if (!c) return err;
+        if (!c)
+            return err;
         auto* r = static_cast<redisReply*>(
             redisCommand(c, "XGROUP CREATE %s g $ MKSTREAM", p.name.c_str()));
         std::string e;
-        if (!r) e = c->errstr;
-        else if (r->type == REDIS_REPLY_ERROR) e = r->str;
-        if (r) freeReplyObject(r);
+        if (!r)
+            e = c->errstr;
+        else if (r->type == REDIS_REPLY_ERROR)
+            e = r->str;
+        if (r)
+            freeReplyObject(r);
         redisFree(c);
         return e;
     };

@@ -45,7 +45,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -58,9 +57,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
-
 #include <unistd.h>
+#include <vector>
 
 namespace rt = nereus::runtime;
 namespace asio = boost::asio;
@@ -109,10 +107,10 @@ struct settings {
 
 // What the service saw (strand-confined: every handler runs on the one executor).
 struct tally {
-    std::map<std::string, int> billed;     // order id -> times billed
-    std::map<std::string, int> shipped;    // order id -> times shipped
-    std::map<std::string, int> dead;       // order id -> times seen on the dead-letter topic
-    std::map<std::string, int> attempts;   // order id -> deliveries to billing (incl. failures)
+    std::map<std::string, int> billed;    // order id -> times billed
+    std::map<std::string, int> shipped;   // order id -> times shipped
+    std::map<std::string, int> dead;      // order id -> times seen on the dead-letter topic
+    std::map<std::string, int> attempts;  // order id -> deliveries to billing (incl. failures)
     std::uint64_t batches = 0;
     int published = 0;
     bool publish_failed = false;
@@ -202,20 +200,26 @@ bool check(const tally& t, const rt::shutdown_report& r, int n) {
         const auto id = "o-" + std::to_string(i);
         const auto b = t.billed.contains(id) ? t.billed.at(id) : 0;
         const auto s = t.shipped.contains(id) ? t.shipped.at(id) : 0;
-        if (b != 1) fail(id + " billed " + std::to_string(b) + " times");
-        if (s != 1) fail(id + " shipped " + std::to_string(s) + " times");
+        if (b != 1)
+            fail(id + " billed " + std::to_string(b) + " times");
+        if (s != 1)
+            fail(id + " shipped " + std::to_string(s) + " times");
     }
-    if (t.billed.contains(t.poison_id)) fail("the poison order was billed");
+    if (t.billed.contains(t.poison_id))
+        fail("the poison order was billed");
     if (t.dead.size() != 1 || !t.dead.contains(t.poison_id) || t.dead.at(t.poison_id) != 1) {
         fail("the poison order was not dead-lettered exactly once");
     }
-    if (!r.drained) fail("the drain did not finish");
-    if (!r.balanced()) fail("a subscription did not account for every delivery");
+    if (!r.drained)
+        fail("the drain did not finish");
+    if (!r.balanced())
+        fail("a subscription did not account for every delivery");
     for (const auto& s : r.subscriptions) {
         if (s.subscription == "billing" && s.dead_lettered != 1) {
             fail("billing dead-lettered " + std::to_string(s.dead_lettered));
         }
-        if (s.settle_failed != 0) fail(s.subscription + " had unconfirmed settlements");
+        if (s.settle_failed != 0)
+            fail(s.subscription + " had unconfirmed settlements");
     }
     return ok;
 }
@@ -247,8 +251,8 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
         const shipment sh{o.id, o.customer};
         std::optional<std::string> key = o.customer;
         auto pub = ctx.publisher_handle();
-        auto sent = co_await pub.publish<rt::json_codec<shipment>>(shipments_topic, sh,
-                                                                   std::move(key));
+        auto sent =
+            co_await pub.publish<rt::json_codec<shipment>>(shipments_topic, sh, std::move(key));
         if (!sent) {
             std::printf("billing: %s: shipment not published (%s), retrying\n", o.id.c_str(),
                         sent.error().message().c_str());
@@ -289,7 +293,8 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
 
     // dlq-audit: what the dead-letter policy moved.
     rt::subscriber_spec audit;
-    audit.topics = rt::topic_selector::one(rt::dead_letter_topic(billing, rt::full_topic_name(orders_topic)));
+    audit.topics =
+        rt::topic_selector::one(rt::dead_letter_topic(billing, rt::full_topic_name(orders_topic)));
     audit.subscription = "dlq-audit";
     audit.initial = rt::initial_position::earliest;
     auto record = [&t](const order& o, rt::context& ctx) {
@@ -317,7 +322,8 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
     // Wait: the self-check until everything arrived (bounded); otherwise until a signal.
     bool stop = false;
     auto on_signal = [&stop](const boost::system::error_code& ec, int) {
-        if (!ec) stop = true;
+        if (!ec)
+            stop = true;
     };
     signals.async_wait(on_signal);
     asio::steady_timer tick(ex);
@@ -335,14 +341,14 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
     std::printf("service: shutting down (drain up to 5 s)\n");
     auto report = co_await r.shutdown(5s);
     for (const auto& st : report.subscriptions) {
-        std::printf("report: %-9s received %llu acked %llu nacked %llu dead-lettered %llu "
-                    "unsettled %llu batches %llu\n",
-                    st.subscription.c_str(), static_cast<unsigned long long>(st.received),
-                    static_cast<unsigned long long>(st.acked),
-                    static_cast<unsigned long long>(st.nacked),
-                    static_cast<unsigned long long>(st.dead_lettered),
-                    static_cast<unsigned long long>(st.unsettled),
-                    static_cast<unsigned long long>(st.batches));
+        std::printf(
+            "report: %-9s received %llu acked %llu nacked %llu dead-lettered %llu "
+            "unsettled %llu batches %llu\n",
+            st.subscription.c_str(), static_cast<unsigned long long>(st.received),
+            static_cast<unsigned long long>(st.acked), static_cast<unsigned long long>(st.nacked),
+            static_cast<unsigned long long>(st.dead_lettered),
+            static_cast<unsigned long long>(st.unsettled),
+            static_cast<unsigned long long>(st.batches));
     }
     std::printf("report: drained=%s balanced=%s\n", report.drained ? "yes" : "no",
                 report.balanced() ? "yes" : "no");
@@ -352,10 +358,11 @@ asio::awaitable<int> run(settings s, rt::runtime& r, tally& t, asio::signal_set&
     if (!check(t, report, s.orders)) {
         co_return 1;
     }
-    std::printf("self-check: ok (%d orders billed and shipped once in %llu batches, %s "
-                "dead-lettered after %d deliveries)\n",
-                s.orders, static_cast<unsigned long long>(t.batches), t.poison_id.c_str(),
-                t.attempts[t.poison_id]);
+    std::printf(
+        "self-check: ok (%d orders billed and shipped once in %llu batches, %s "
+        "dead-lettered after %d deliveries)\n",
+        s.orders, static_cast<unsigned long long>(t.batches), t.poison_id.c_str(),
+        t.attempts[t.poison_id]);
     co_return 0;
 }
 
@@ -393,8 +400,9 @@ int main(int argc, char** argv) {
         }
         t.emplace(std::move(*c));
 #else
-        std::printf("this build has no Pulsar binding (src/nereus/runtime/pulsar/): use "
-                    "--in-process\n");
+        std::printf(
+            "this build has no Pulsar binding (src/nereus/runtime/pulsar/): use "
+            "--in-process\n");
         return 2;
 #endif
     }

@@ -21,7 +21,8 @@ std::optional<child> child::spawn(const std::vector<std::string>& argv, int* err
     if (::pipe2(in.data(), O_CLOEXEC) != 0 || ::pipe2(out.data(), O_CLOEXEC) != 0) {
         *error = errno;
         for (int fd : {in[0], in[1], out[0], out[1]}) {
-            if (fd >= 0) ::close(fd);
+            if (fd >= 0)
+                ::close(fd);
         }
         return std::nullopt;
     }
@@ -64,8 +65,10 @@ child::~child() {
         int status = 0;
         ::waitpid(pid_, &status, 0);
     }
-    if (in_ >= 0) ::close(in_);
-    if (out_ >= 0) ::close(out_);
+    if (in_ >= 0)
+        ::close(in_);
+    if (out_ >= 0)
+        ::close(out_);
 }
 
 std::optional<std::string> child::read_line(clock::time_point deadline) {

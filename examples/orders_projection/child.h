@@ -33,8 +33,7 @@ public:
     // `transcript`. nullopt at the deadline or when the child closed its stdout (exited).
     std::optional<std::string> read_line(clock::time_point deadline);
     // Reads lines until one starts with `prefix` (returned) or the deadline / end of output.
-    std::optional<std::string> wait_for_line(const std::string& prefix,
-                                             clock::time_point deadline);
+    std::optional<std::string> wait_for_line(const std::string& prefix, clock::time_point deadline);
     // Writes `line` + '\n' to the child's stdin. False when the child is gone.
     bool send_line(const std::string& line);
 

@@ -7,15 +7,14 @@
 //   orders_projection --dump-source URL TOPIC        # the source's final state, same format
 //   orders_projection --project --url ... --topic T --db FILE   # the projection process
 
+#include <fmt/format.h>
+
 #include "order_projection.h"
 #include "projector.h"
 #include "self_check.h"
 #include "source_dump.h"
 #include "state.h"
-
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -50,8 +49,9 @@ void print_lines(const orders::state& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"orders_projection: a durable read-model projection over nereus::events "
-                 "(seed 001 worked scenario)"};
+    CLI::App app{
+        "orders_projection: a durable read-model projection over nereus::events "
+        "(seed 001 worked scenario)"};
     bool self_check = false;
     bool project = false;
     std::string dump_projection;
@@ -70,8 +70,9 @@ int main(int argc, char** argv) {
                     "projection equals the source's final state");
     modes->add_option("--dump-projection", dump_projection,
                       "Print the projection in DIR (DIR/projection.db) as sorted JSON lines");
-    modes->add_option("--dump-source", dump_source,
-                      "Print the final state of topic TOPIC on broker URL as sorted JSON lines")
+    modes
+        ->add_option("--dump-source", dump_source,
+                     "Print the final state of topic TOPIC on broker URL as sorted JSON lines")
         ->expected(2)
         ->type_name("URL TOPIC");
     modes->add_flag("--project", project, "Run the projection process");

@@ -11,10 +11,14 @@ public:
     const char* name() const noexcept override { return "orders"; }
     std::string message(int c) const override {
         switch (static_cast<errc>(c)) {
-            case errc::success: return "success";
-            case errc::not_json: return "payload is not a JSON object";
-            case errc::unknown_schema: return "schema is not orders/v1";
-            case errc::bad_field: return "a field is missing or has the wrong type";
+            case errc::success:
+                return "success";
+            case errc::not_json:
+                return "payload is not a JSON object";
+            case errc::unknown_schema:
+                return "schema is not orders/v1";
+            case errc::bad_field:
+                return "a field is missing or has the wrong type";
         }
         return "unknown orders error";
     }

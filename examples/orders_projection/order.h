@@ -36,9 +36,9 @@ struct order {
 // Error codes of the example (values are stable).
 enum class errc {
     success = 0,
-    not_json,          // the payload is not a JSON object
-    unknown_schema,    // "schema" is absent or not "orders/v1"
-    bad_field,         // a field is missing or has the wrong type
+    not_json,        // the payload is not a JSON object
+    unknown_schema,  // "schema" is absent or not "orders/v1"
+    bad_field,       // a field is missing or has the wrong type
 };
 const std::error_category& orders_category() noexcept;
 inline std::error_code make_error_code(errc e) noexcept {

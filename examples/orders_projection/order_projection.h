@@ -19,12 +19,11 @@
 // Durability: replace_snapshot and apply are *durable* when they return (the repository's
 // transactions); the mirror is only updated after the transaction committed.
 
-#include "order.h"
-#include "state.h"
-
 #include "nereus/base/result.h"
 #include "nereus/events/projection_repository.h"
 
+#include "order.h"
+#include "state.h"
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -52,7 +51,8 @@ public:
     // key) or a remove (tombstone). Returns whether it changed the projection
     // (already_applied: a redelivery the repository recognized).
     [[nodiscard]] nereus::result<nereus::events::apply_outcome> apply(
-        const nereus::events::cursor& c, const nereus::events::operation& op,
+        const nereus::events::cursor& c,
+        const nereus::events::operation& op,
         std::span<const std::byte> payload);
 
     [[nodiscard]] nereus::result<std::optional<nereus::events::cursor>> applied(
@@ -61,9 +61,7 @@ public:
     }
     [[nodiscard]] const state& rows() const { return mirror_; }
     // For registration (RESUME checks durable()).
-    [[nodiscard]] const nereus::events::projection_repository& repository() const {
-        return *repo_;
-    }
+    [[nodiscard]] const nereus::events::projection_repository& repository() const { return *repo_; }
 
 private:
     order_projection(std::unique_ptr<nereus::events::projection_repository> repo, state mirror)

@@ -1,12 +1,11 @@
 #include "projector.h"
 
-#include "order_projection.h"
-
 #include "nereus/events/errc.h"
 #include "nereus/events/event_subscriptions.h"
 
 #include <fmt/format.h>
 
+#include "order_projection.h"
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -112,8 +111,8 @@ public:
             return fail("declare_policy", r.error());
         }
         const ev::registration reg{o_.subscription, "order-events", ev::filter_mode::batch};
-        if (auto r = subs_->register_subscription(reg, &proj_->repository(),
-                                                  clock_type::now() + 180s);
+        if (auto r =
+                subs_->register_subscription(reg, &proj_->repository(), clock_type::now() + 180s);
             !r) {
             return fail("register_subscription", r.error());
         }
@@ -156,7 +155,8 @@ private:
                 if (pos && !pos->committed.empty() && pos->committed[0] &&
                     pos->committed[0]->sequence >= *drain_target_) {
                     (void)subs_->release(o_.subscription, clock_type::now() + 10s);
-                    say(fmt::format("CAUGHT-UP through={} committed={} rows={} events_applied={} "
+                    say(
+                        fmt::format("CAUGHT-UP through={} committed={} rows={} events_applied={} "
                                     "events_already_applied={}",
                                     *applied_through_, show(*pos->committed[0]),
                                     proj_->rows().size(), applied_, already_));
@@ -183,7 +183,8 @@ private:
                 auto pos = subs_->position(o_.subscription, clock_type::now() + 30s);
                 if (pos && !pos->committed.empty() && pos->committed[0] &&
                     pos->committed[0]->sequence > *applied_through_) {
-                    say(fmt::format("ERROR lost: the broker has acknowledged through {} but this "
+                    say(
+                        fmt::format("ERROR lost: the broker has acknowledged through {} but this "
                                     "projection applied only through {}; the entries between "
                                     "were acked without being applied",
                                     show(*pos->committed[0]), *applied_through_));
@@ -192,7 +193,8 @@ private:
                 // The events library leases the pages of a partition in order
                 // (lease_order::per_partition): a page that skips entries this store has not
                 // applied is a library bug. Stop rather than apply past the gap.
-                say(fmt::format("ERROR out of order: a page from {} while this projection applied "
+                say(
+                    fmt::format("ERROR out of order: a page from {} while this projection applied "
                                 "only through {}",
                                 show(pg->events.front().at), *applied_through_));
                 return 1;
@@ -205,18 +207,22 @@ private:
             }
             if (o_.debug_ack_before_apply) {
                 // The bug the seed warns of: acked, then killed before applying.
-                if (int rc = ack(*pg); rc != 0) return rc;
-                if (crash_here) return crash_point(*pg, "acked, not applied");
+                if (int rc = ack(*pg); rc != 0)
+                    return rc;
+                if (crash_here)
+                    return crash_point(*pg, "acked, not applied");
             }
-            const int rc = pg->kind == ev::delivery_kind::snapshot ? on_snapshot(*pg)
-                                                                   : on_events(*pg);
+            const int rc =
+                pg->kind == ev::delivery_kind::snapshot ? on_snapshot(*pg) : on_events(*pg);
             if (rc != 0) {
                 return rc;
             }
             if (!o_.debug_ack_before_apply) {
                 // Applied (durably: apply_once committed) and not acked.
-                if (crash_here) return crash_point(*pg, "applied, not acked");
-                if (int r = ack(*pg); r != 0) return r;
+                if (crash_here)
+                    return crash_point(*pg, "applied, not acked");
+                if (int r = ack(*pg); r != 0)
+                    return r;
             }
             if (pg->kind == ev::delivery_kind::snapshot &&
                 ++snapshot_pages_ == o_.pause_after_snapshot_pages) {
@@ -227,7 +233,8 @@ private:
                         say("ERROR no 'continue' from the parent");
                         return 1;
                     }
-                    if (*line == "continue") break;
+                    if (*line == "continue")
+                        break;
                     command(*line);
                 }
             }
@@ -265,8 +272,8 @@ private:
             if (!payload) {
                 return fail("snapshot delivery " + show(d.at), payload.error());
             }
-            staging_[d.op.key] = std::string(reinterpret_cast<const char*>(payload->data()),
-                                             payload->size());
+            staging_[d.op.key] =
+                std::string(reinterpret_cast<const char*>(payload->data()), payload->size());
         }
         say(fmt::format("SNAPSHOT-PAGE epoch={} deliveries={} through={} complete={} resnapshot={}",
                         pg.epoch, pg.events.size(), show(pg.through), pg.snapshot_complete,

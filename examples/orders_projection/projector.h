@@ -57,8 +57,8 @@ struct projector_options {
     // the lease expired still succeeds unless another holder took the page meanwhile (only one
     // projection process runs at a time here).
     std::chrono::milliseconds lease{5'000};
-    std::uint32_t pause_after_snapshot_pages = 0;  // 0: never pause
-    std::uint32_t crash_after_event_pages = 0;     // 0: never
+    std::uint32_t pause_after_snapshot_pages = 0;      // 0: never pause
+    std::uint32_t crash_after_event_pages = 0;         // 0: never
     std::uint32_t crash_before_apply_event_pages = 0;  // 0: never
     bool debug_ack_before_apply = false;
 };

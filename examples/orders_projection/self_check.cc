@@ -1,20 +1,19 @@
 #include "self_check.h"
 
-#include "child.h"
-#include "order_projection.h"
-#include "source_dump.h"
-#include "source_writer.h"
-#include "state.h"
-
 #include "nereus/client/client.h"
 #include "nereus/events/delivery.h"
 
 #include <fmt/format.h>
 
+#include "child.h"
+#include "order_projection.h"
+#include "source_dump.h"
+#include "source_writer.h"
+#include "state.h"
 #include <atomic>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -60,8 +59,8 @@ std::optional<std::uint64_t> sequence_of(const std::string& c) {
 // The writer, shared by the background thread and the main thread's burst.
 struct shared_writer {
     std::mutex mu;
-    std::optional<source_writer> w;  // guarded by mu
-    nc::message_id last;             // guarded by mu: the last receipted id
+    std::optional<source_writer> w;         // guarded by mu
+    nc::message_id last;                    // guarded by mu: the last receipted id
     std::optional<std::error_code> failed;  // guarded by mu
 
     bool mutate(std::uint32_t n) {
@@ -125,12 +124,15 @@ private:
         co.service_url = o_.service_url;
         co.operation_timeout = 30s;
         client_.emplace(co);
-        if (int rc = seed_source(); rc != 0) return rc;
+        if (int rc = seed_source(); rc != 0)
+            return rc;
         background_ = std::thread([this] { background_writer(); });
         const int rc = phases();
         stop_writer();
-        if (rc != 0) return rc;
-        if (int cmp = compare("after the SIGKILL and RESUME"); cmp != 0) return cmp;
+        if (rc != 0)
+            return rc;
+        if (int cmp = compare("after the SIGKILL and RESUME"); cmp != 0)
+            return cmp;
         return o_.snapshot_restart ? snapshot_restart() : 0;
     }
 
@@ -205,7 +207,8 @@ private:
     }
 
     // Waits for a line with `prefix` from `c`; on failure says what the child printed.
-    std::optional<std::string> expect(child& c, const std::string& name,
+    std::optional<std::string> expect(child& c,
+                                      const std::string& name,
                                       const std::string& prefix,
                                       std::chrono::seconds within) {
         const auto until = std::min(deadline_, clock_type::now() + within);
@@ -247,10 +250,13 @@ private:
             args.emplace_back("--debug-ack-before-apply");
         }
         auto p1 = start(args, "projection #1");
-        if (!p1) return 1;
-        if (!expect(*p1, "projection #1", "READY", 180s)) return 1;
+        if (!p1)
+            return 1;
+        if (!expect(*p1, "projection #1", "READY", 180s))
+            return 1;
         auto paused = expect(*p1, "projection #1", "PAUSED", 180s);
-        if (!paused) return 1;
+        if (!paused)
+            return 1;
         const std::string first_page = p1->transcript().at(p1->transcript().size() - 2);
         if (field(first_page, "complete") != "false") {
             return fail_scenario("the snapshot fit in one page: no write could land inside it");
@@ -258,13 +264,16 @@ private:
         if (!writer_.mutate(o_.burst_mutations)) {
             return fail_setup("burst during the snapshot", *writer_.failed);
         }
-        say(fmt::format("self-check: {} mutations committed while projection #1 is inside the "
+        say(
+            fmt::format("self-check: {} mutations committed while projection #1 is inside the "
                         "snapshot ({})",
                         o_.burst_mutations, first_page));
         p1->send_line("continue");
-        if (!expect(*p1, "projection #1", "SNAPSHOT-APPLIED", 180s)) return 1;
+        if (!expect(*p1, "projection #1", "SNAPSHOT-APPLIED", 180s))
+            return 1;
         auto crash = expect(*p1, "projection #1", "CRASH-POINT", 180s);
-        if (!crash) return 1;
+        if (!crash)
+            return 1;
         const pid_t pid1 = p1->pid();
         p1->kill_hard();
         const auto status = p1->wait(clock_type::now() + 30s);
@@ -278,10 +287,13 @@ private:
         std::optional<std::uint64_t> applied;
         {
             auto proj = order_projection::open(db_);
-            if (!proj) return fail_setup("open the projection after the kill", proj.error());
+            if (!proj)
+                return fail_setup("open the projection after the kill", proj.error());
             auto a = proj->applied(0);
-            if (!a) return fail_setup("read the applied cursor", a.error());
-            if (*a) applied = (*a)->sequence;
+            if (!a)
+                return fail_setup("read the applied cursor", a.error());
+            if (*a)
+                applied = (*a)->sequence;
         }
 
         // ---- projection process #2: RESUME after the acknowledged cursor; SIGKILLed again,
@@ -289,11 +301,14 @@ private:
         auto args2 = projector_args("resume");
         args2.insert(args2.end(), {"--crash-before-apply-event-pages", "2"});
         auto p2 = start(args2, "projection #2");
-        if (!p2) return 1;
+        if (!p2)
+            return 1;
         auto ready = expect(*p2, "projection #2", "READY", 180s);
-        if (!ready) return 1;
+        if (!ready)
+            return 1;
         const auto committed = sequence_of(field(*ready, "committed"));
-        say(fmt::format("self-check: after the kill: applied through {} (projection), "
+        say(
+            fmt::format("self-check: after the kill: applied through {} (projection), "
                         "acknowledged through {} (broker)",
                         applied ? std::to_string(*applied) : "none",
                         committed ? std::to_string(*committed) : "none"));
@@ -302,7 +317,8 @@ private:
             return fail_scenario("the kill did not fall between apply and ack");
         }
         auto crash2 = expect(*p2, "projection #2", "CRASH-POINT", 180s);
-        if (!crash2) return 1;
+        if (!crash2)
+            return 1;
         const pid_t pid2 = p2->pid();
         p2->kill_hard();
         const auto status2 = p2->wait(clock_type::now() + 30s);
@@ -319,8 +335,10 @@ private:
 
         // ---- projection process #3: RESUME; both killed pages come back after their leases
         auto p3 = start(projector_args("resume"), "projection #3");
-        if (!p3) return 1;
-        if (!expect(*p3, "projection #3", "READY", 180s)) return 1;
+        if (!p3)
+            return 1;
+        if (!expect(*p3, "projection #3", "READY", 180s))
+            return 1;
         // Entries after the page #2 holds leased: the events library leases pages of a
         // partition in order (lease_order::per_partition), so #3 gets nothing of them before
         // #2's page comes back after its lease (apply_once would otherwise take it as applied).
@@ -331,26 +349,30 @@ private:
         nc::message_id last;
         {
             std::lock_guard lock(writer_.mu);
-            if (writer_.failed) return fail_setup("background writer", *writer_.failed);
+            if (writer_.failed)
+                return fail_setup("background writer", *writer_.failed);
             // End on a tombstone: the SNAPSHOT restart (#4) then takes a snapshot whose barrier
             // entry is dropped by compaction, and must still complete on the idle topic.
             auto final_delete = writer_.w->delete_one();
-            if (!final_delete) return fail_setup("final delete", final_delete.error());
+            if (!final_delete)
+                return fail_setup("final delete", final_delete.error());
             writer_.last = *final_delete;
             last = writer_.last;
             counts_ = writer_.w->counts();
             writer_.w->close();
         }
-        const std::uint64_t target = ev::sequence_of(
-            static_cast<std::uint64_t>(last.entry),
-            static_cast<std::uint32_t>(std::max(last.batch_index, 0)));
-        say(fmt::format("self-check: writer stopped: {} creates, {} updates, {} deletes "
+        const std::uint64_t target =
+            ev::sequence_of(static_cast<std::uint64_t>(last.entry),
+                            static_cast<std::uint32_t>(std::max(last.batch_index, 0)));
+        say(
+            fmt::format("self-check: writer stopped: {} creates, {} updates, {} deletes "
                         "({} in the background), last receipted {} -> drain through {}",
                         counts_.creates, counts_.updates, counts_.deletes, background_sent_.load(),
                         last.to_string(), target));
         p3->send_line(fmt::format("drain {}", target));
         auto caught = expect(*p3, "projection #3", "CAUGHT-UP", 180s);
-        if (!caught) return 1;
+        if (!caught)
+            return 1;
         const auto st = p3->wait(clock_type::now() + 30s);
         keep_transcript(*p3, "projection-3");
         if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
@@ -367,12 +389,16 @@ private:
 
     int snapshot_restart() {
         auto p4 = start(projector_args("snapshot"), "projection #4 (restart SNAPSHOT)");
-        if (!p4) return 1;
-        if (!expect(*p4, "projection #4", "READY", 180s)) return 1;
+        if (!p4)
+            return 1;
+        if (!expect(*p4, "projection #4", "READY", 180s))
+            return 1;
         p4->send_line(fmt::format("drain {}", drain_target_));
         auto applied = expect(*p4, "projection #4", "SNAPSHOT-APPLIED", 180s);
-        if (!applied) return 1;
-        if (!expect(*p4, "projection #4", "CAUGHT-UP", 180s)) return 1;
+        if (!applied)
+            return 1;
+        if (!expect(*p4, "projection #4", "CAUGHT-UP", 180s))
+            return 1;
         const auto st = p4->wait(clock_type::now() + 30s);
         keep_transcript(*p4, "projection-4");
         if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
@@ -384,24 +410,29 @@ private:
 
     int compare(const std::string& when) {
         auto proj = order_projection::read_state(db_);
-        if (!proj) return fail_setup("read the projection", proj.error());
+        if (!proj)
+            return fail_setup("read the projection", proj.error());
         auto src = fold_source(*client_, topic_, 60s);
-        if (!src) return fail_setup("read the source back", src.error());
+        if (!src)
+            return fail_setup("read the source back", src.error());
         projection_ = std::move(*proj);
         source_ = std::move(src->final_state);
-        say(fmt::format("self-check: {}: projection {} orders digest {}; source {} orders digest "
+        say(
+            fmt::format("self-check: {}: projection {} orders digest {}; source {} orders digest "
                         "{} ({} messages read back, {} tombstones, {} undecodable)",
                         when, projection_.size(), digest(projection_), source_.size(),
                         digest(source_), src->messages, src->tombstones, src->undecodable));
         if (src->undecodable != 0) {
-            if (verdict_.empty()) verdict_ = "the source holds values that are not orders/v1";
+            if (verdict_.empty())
+                verdict_ = "the source holds values that are not orders/v1";
             return 1;
         }
         if (projection_ != source_) {
             for (const auto& d : differences(projection_, source_, 10)) {
                 say("  " + d);
             }
-            if (verdict_.empty()) verdict_ = "the projection differs from the source " + when;
+            if (verdict_.empty())
+                verdict_ = "the projection differs from the source " + when;
             return 1;
         }
         return 0;
@@ -410,20 +441,22 @@ private:
     int finish(int rc, clock_type::time_point start) {
         const auto secs = std::chrono::duration<double>(clock_type::now() - start).count();
         const std::string details =
-            rc == 0 ? fmt::format("no lost and no doubly applied update: {} mutations, {} while "
-                                  "the snapshot was processed, 2 SIGKILLs ({}; between poll and "
-                                  "apply), "
-                                  "{} redelivered events recognized by apply_once{}; {:.1f} s",
-                                  counts_.total(), o_.burst_mutations,
-                                  o_.debug_ack_before_apply ? "between ack and apply (fault run)"
-                                                            : "between apply and ack",
-                                  redelivered_recognized_,
-                                  o_.snapshot_restart
-                                      ? ", SNAPSHOT restart at epoch " + rebuilt_epoch_ + " equal"
-                                      : "",
-                                  secs)
+            rc == 0 ? fmt::format(
+                          "no lost and no doubly applied update: {} mutations, {} while "
+                          "the snapshot was processed, 2 SIGKILLs ({}; between poll and "
+                          "apply), "
+                          "{} redelivered events recognized by apply_once{}; {:.1f} s",
+                          counts_.total(), o_.burst_mutations,
+                          o_.debug_ack_before_apply ? "between ack and apply (fault run)"
+                                                    : "between apply and ack",
+                          redelivered_recognized_,
+                          o_.snapshot_restart
+                              ? ", SNAPSHOT restart at epoch " + rebuilt_epoch_ + " equal"
+                              : "",
+                          secs)
                     : fmt::format("{}; {:.1f} s", verdict_, secs);
-        say(fmt::format("orders_projection self-check: {} projection {} orders digest {}, source "
+        say(
+            fmt::format("orders_projection self-check: {} projection {} orders digest {}, source "
                         "{} orders digest {} ({})",
                         rc == 0 ? "PASS" : "FAIL", projection_.size(), digest(projection_),
                         source_.size(), digest(source_), details));
@@ -434,7 +467,8 @@ private:
         return fail_scenario(fmt::format("{}: {}", what, ec.message()));
     }
     int fail_scenario(const std::string& why) {
-        if (verdict_.empty()) verdict_ = why;  // the first failure is the verdict
+        if (verdict_.empty())
+            verdict_ = why;  // the first failure is the verdict
         say("self-check: " + why);
         return 1;
     }

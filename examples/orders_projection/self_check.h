@@ -48,9 +48,9 @@ struct self_check_options {
     std::uint32_t page_size = 50;
     std::uint32_t crash_after_event_pages = 2;
     std::uint64_t seed = 1;
-    bool snapshot_restart = true;      // step 6
+    bool snapshot_restart = true;         // step 6
     bool debug_ack_before_apply = false;  // make the projection ack before applying (must FAIL)
-    std::chrono::seconds budget{230};  // everything, well under the 4 minutes
+    std::chrono::seconds budget{230};     // everything, well under the 4 minutes
 };
 
 int run_self_check(const self_check_options& o);

@@ -1,9 +1,7 @@
 #include "source_dump.h"
 
 #include "order.h"
-
 #include <boost/asio/use_future.hpp>
-
 #include <future>
 
 namespace orders {
@@ -23,7 +21,8 @@ nereus::result<T> wait_for(std::future<nereus::result<T>> f, std::chrono::millis
 
 }  // namespace
 
-nereus::result<source_fold> fold_source(const nc::client& c, const std::string& topic,
+nereus::result<source_fold> fold_source(const nc::client& c,
+                                        const std::string& topic,
                                         std::chrono::milliseconds timeout) {
     auto parts = wait_for(c.get_partitions(topic, asio::use_future), timeout);
     if (!parts) {

@@ -11,11 +11,10 @@
 // Ownership: borrows the client. Thread-safety: call from one thread (blocks on futures; not
 // from a client thread). Changes nothing on the broker (readers are non-durable).
 
-#include "state.h"
-
 #include "nereus/base/result.h"
 #include "nereus/client/client.h"
 
+#include "state.h"
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -23,8 +22,8 @@
 namespace orders {
 
 struct source_fold {
-    state final_state;           // id -> canonical JSON of its latest value
-    std::size_t messages = 0;    // messages read (every version, tombstones included)
+    state final_state;         // id -> canonical JSON of its latest value
+    std::size_t messages = 0;  // messages read (every version, tombstones included)
     std::size_t tombstones = 0;
     std::size_t undecodable = 0;  // keyed values that are not orders/v1 (kept out of the state)
 };

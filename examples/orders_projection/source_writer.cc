@@ -2,10 +2,10 @@
 
 #include "nereus/events/policy.h"
 
-#include <boost/asio/use_future.hpp>
 #include <fmt/format.h>
 
 #include <array>
+#include <boost/asio/use_future.hpp>
 #include <future>
 #include <vector>
 
@@ -26,10 +26,14 @@ constexpr std::array<std::string_view, 5> statuses = {"new", "paid", "packed", "
 
 }  // namespace
 
-std::string order_id(std::uint32_t i) { return fmt::format("o-{:05}", i); }
+std::string order_id(std::uint32_t i) {
+    return fmt::format("o-{:05}", i);
+}
 
-nereus::result<source_writer> source_writer::open(const nc::client& c, const std::string& topic,
-                                                  std::uint64_t seed, std::uint32_t id_space) {
+nereus::result<source_writer> source_writer::open(const nc::client& c,
+                                                  const std::string& topic,
+                                                  std::uint64_t seed,
+                                                  std::uint32_t id_space) {
     nc::producer_options o;
     o.topic = topic;
     o.batching = false;

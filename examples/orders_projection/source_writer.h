@@ -12,11 +12,10 @@
 // Ownership: owns its producer (closed by close() or the destructor's best effort).
 // Thread-safety: thread-compatible: one thread at a time (the self-check's writer thread).
 
-#include "order.h"
-
 #include "nereus/base/result.h"
 #include "nereus/client/client.h"
 
+#include "order.h"
 #include <chrono>
 #include <cstdint>
 #include <map>

@@ -28,7 +28,8 @@ std::string digest(const state& s) {
     return fmt::format("{:016x}", h);
 }
 
-std::vector<std::string> differences(const state& projection, const state& source,
+std::vector<std::string> differences(const state& projection,
+                                     const state& source,
                                      std::size_t limit) {
     std::vector<std::string> out;
     auto p = projection.begin();

@@ -22,7 +22,8 @@ using state = std::map<std::string, std::string>;  // id -> canonical JSON
 [[nodiscard]] std::string digest(const state& s);
 
 // At most `limit` human-readable differences ("missing o-1 ...", "extra ...", "differs ...").
-[[nodiscard]] std::vector<std::string> differences(const state& projection, const state& source,
+[[nodiscard]] std::vector<std::string> differences(const state& projection,
+                                                   const state& source,
                                                    std::size_t limit);
 
 }  // namespace orders

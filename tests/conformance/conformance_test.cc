@@ -2,11 +2,11 @@
 // transport (see harness.h). Each TEST_P is one behaviour and one ctest test per transport
 // (label `conformance`).
 
-#include "harness.h"
 #include "nereus/runtime/errc.h"
 
 #include <gtest/gtest.h>
 
+#include "harness.h"
 #include <algorithm>
 #include <map>
 #include <set>
@@ -19,9 +19,11 @@ std::unique_ptr<env> make_live_env();
 #endif
 
 std::unique_ptr<env> make_env(const std::string& name) {
-    if (name == "inproc") return make_inproc_env();
+    if (name == "inproc")
+        return make_inproc_env();
 #if NEREUS_CONFORMANCE_LIVE
-    if (name == "live") return make_live_env();
+    if (name == "live")
+        return make_live_env();
 #endif
     return nullptr;
 }
@@ -34,14 +36,17 @@ protected:
         e_ = make_env(GetParam());
         ASSERT_NE(e_, nullptr);
         std::string p = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        std::replace_if(p.begin(), p.end(), [](char c) { return !std::isalnum(c); }, '-');
+        std::replace_if(
+            p.begin(), p.end(), [](char c) { return !std::isalnum(c); }, '-');
         e_->set_prefix(p + "-" + std::to_string(::getpid()));
     }
     env& e() { return *e_; }
     std::unique_ptr<env> e_;
 };
 
-bool is(const std::error_code& ec, errc want) { return ec == make_error_code(want); }
+bool is(const std::error_code& ec, errc want) {
+    return ec == make_error_code(want);
+}
 
 // --- settlement -------------------------------------------------------------------------
 
@@ -52,7 +57,8 @@ TEST_P(Conformance, AckIsConfirmedAndNeverRedelivered) {
         app a(e());
         ASSERT_TRUE(a.record(spec_for(t, "s"), rec));
         ASSERT_TRUE(a.start());
-        for (const char* p : {"a", "b", "c"}) ASSERT_TRUE(a.publish(t, p));
+        for (const char* p : {"a", "b", "c"})
+            ASSERT_TRUE(a.publish(t, p));
         ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 3; }));
         const auto report = a.stop();
         EXPECT_TRUE(report.balanced());
@@ -130,7 +136,8 @@ TEST_P(Conformance, DeadLetterAfterMaxRedeliveriesAndNotBefore) {
     EXPECT_EQ(st.nacked, 2U);
     EXPECT_EQ(st.dead_lettered, 1U);
     bool real_topic = false;
-    for (const auto& [k, v] : dead.got[0].properties) real_topic |= k == "REAL_TOPIC" && v == t;
+    for (const auto& [k, v] : dead.got[0].properties)
+        real_topic |= k == "REAL_TOPIC" && v == t;
     EXPECT_TRUE(real_topic);
 }
 
@@ -145,12 +152,14 @@ TEST_P(Conformance, DeadLetterOutcomePublishesThenAcknowledges) {
     ASSERT_TRUE(a.record(spec_for(dlq, "dead"), dead));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(a.publish(t, "x", "k1"));
-    ASSERT_TRUE(e().wait_for([&] { return dead.got.size() == 1 && a->stats("s")->dead_lettered == 1; }));
+    ASSERT_TRUE(
+        e().wait_for([&] { return dead.got.size() == 1 && a->stats("s")->dead_lettered == 1; }));
     e().settle();
     EXPECT_EQ(rec.got.size(), 1U);
     EXPECT_EQ(dead.got[0].key, std::optional<std::string>("k1"));
     bool origin = false;
-    for (const auto& [k, v] : dead.got[0].properties) origin |= k == "ORIGIN_MESSAGE_ID";
+    for (const auto& [k, v] : dead.got[0].properties)
+        origin |= k == "ORIGIN_MESSAGE_ID";
     EXPECT_TRUE(origin);
 }
 
@@ -173,7 +182,8 @@ TEST_P(Conformance, DropAcknowledgesWithoutHandlingAgain) {
     recorder rec;
     {
         app a(e());
-        ASSERT_TRUE(a.record(spec_for(t, "s"), rec, [](const message_data&) { return outcome::drop(); }));
+        ASSERT_TRUE(
+            a.record(spec_for(t, "s"), rec, [](const message_data&) { return outcome::drop(); }));
         ASSERT_TRUE(a.start());
         ASSERT_TRUE(a.publish(t, "x"));
         ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->dropped == 1; }));
@@ -196,7 +206,8 @@ TEST_P(Conformance, HandlerExceptionSettlesByTheDeclaredDefault) {
     int calls = 0;
     app a(e());
     ASSERT_TRUE(a->subscribe<raw_codec>(spec_for(t, "s"), [&calls](const std::string&, context&) {
-        if (++calls == 1) throw std::runtime_error("boom");
+        if (++calls == 1)
+            throw std::runtime_error("boom");
         return outcome::ack();
     }));
     ASSERT_TRUE(a.start());
@@ -212,14 +223,14 @@ TEST_P(Conformance, HandlerExceptionCanBeDeclaredDeadLetter) {
     app a(e());
     auto s = spec_for(t, "s");
     s.on_exception = outcome::dead_letter();
-    ASSERT_TRUE(a->subscribe<raw_codec>(s, [](const std::string&, context&) -> outcome {
-        throw std::runtime_error("boom");
-    }));
+    ASSERT_TRUE(a->subscribe<raw_codec>(
+        s, [](const std::string&, context&) -> outcome { throw std::runtime_error("boom"); }));
     ASSERT_TRUE(a.record(spec_for(t + "-s-DLQ", "dead"), dead));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(a.publish(t, "x"));
     // The dead-letter copy can arrive before the original's ack is confirmed: wait for both.
-    ASSERT_TRUE(e().wait_for([&] { return dead.got.size() == 1 && a->stats("s")->dead_lettered == 1; }));
+    ASSERT_TRUE(
+        e().wait_for([&] { return dead.got.size() == 1 && a->stats("s")->dead_lettered == 1; }));
     EXPECT_EQ(a->stats("s")->dead_lettered, 1U);
 }
 
@@ -227,11 +238,11 @@ TEST_P(Conformance, DecodeFailureSettlesByTheDeclaredDefault) {
     const auto t = e().topic("decode");
     std::vector<std::int64_t> got;
     app a(e());
-    ASSERT_TRUE(a->subscribe<json_codec<>>(spec_for(t, "s"),
-                                           [&got](const boost::json::value& v, context&) {
-                                               got.push_back(v.at("n").as_int64());
-                                               return outcome::ack();
-                                           }));
+    ASSERT_TRUE(
+        a->subscribe<json_codec<>>(spec_for(t, "s"), [&got](const boost::json::value& v, context&) {
+            got.push_back(v.at("n").as_int64());
+            return outcome::ack();
+        }));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(a.publish(t, "not json"));
     ASSERT_TRUE(a.publish(t, R"({"n": 7})"));
@@ -286,7 +297,8 @@ TEST_P(Conformance, SequentialLaneRunsOneAtATimeInOrder) {
         want.push_back("m" + std::to_string(i));
         ASSERT_TRUE(a.publish(t, want.back()));
     }
-    for (int i = 0; i < 20 && a->stats("s")->acked < 6; ++i) e().advance(10ms);
+    for (int i = 0; i < 20 && a->stats("s")->acked < 6; ++i)
+        e().advance(10ms);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 6; }));
     EXPECT_EQ(got, want);
     EXPECT_EQ(a->stats("s")->max_concurrent, 1U);
@@ -307,11 +319,13 @@ TEST_P(Conformance, WorkersRunUpToNHandlersAtOnce) {
             co_return outcome::ack();
         }));
     ASSERT_TRUE(a.start());
-    for (int i = 0; i < 8; ++i) ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
+    for (int i = 0; i < 8; ++i)
+        ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
     ASSERT_TRUE(e().wait_for([&] { return running == 4; }));
     e().settle();
     EXPECT_EQ(running, 4);
-    for (int i = 0; i < 30 && a->stats("s")->acked < 8; ++i) e().advance(500ms);
+    for (int i = 0; i < 30 && a->stats("s")->acked < 8; ++i)
+        e().advance(500ms);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 8; }));
     EXPECT_EQ(a->stats("s")->max_concurrent, 4U);
 }
@@ -321,7 +335,8 @@ std::pair<std::string, std::string> keys_in_two_lanes(std::size_t n) {
     const std::string a = "A";
     for (int i = 0;; ++i) {
         std::string b = "B" + std::to_string(i);
-        if (std::hash<std::string>{}(a) % n != std::hash<std::string>{}(b) % n) return {a, b};
+        if (std::hash<std::string>{}(a) % n != std::hash<std::string>{}(b) % n)
+            return {a, b};
     }
 }
 
@@ -340,12 +355,15 @@ TEST_P(Conformance, LanesByKeyKeepEachKeysOrder) {
     ASSERT_TRUE(a.start());
     for (int i = 0; i < 5; ++i) {
         for (int k = 0; k < 4; ++k) {
-            ASSERT_TRUE(a.publish(t, std::to_string(i) + "-" + std::to_string(k), "k" + std::to_string(k)));
+            ASSERT_TRUE(
+                a.publish(t, std::to_string(i) + "-" + std::to_string(k), "k" + std::to_string(k)));
         }
     }
-    for (int i = 0; i < 100 && a->stats("s")->acked < 20; ++i) e().advance(10ms);
+    for (int i = 0; i < 100 && a->stats("s")->acked < 20; ++i)
+        e().advance(10ms);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 20; }));
-    for (const auto& [k, v] : got) EXPECT_EQ(v, (std::vector<int>{0, 1, 2, 3, 4})) << k;
+    for (const auto& [k, v] : got)
+        EXPECT_EQ(v, (std::vector<int>{0, 1, 2, 3, 4})) << k;
     EXPECT_GT(a->stats("s")->max_concurrent, 1U);
 }
 
@@ -383,8 +401,8 @@ TEST_P(Conformance, BatchHandlerGetsBatchesTheRuntimeAssembles) {
     auto s = spec_for(t, "s");
     s.batch_size = 5;
     s.batch_linger = 100ms;
-    ASSERT_TRUE(consumer->subscribe_batch<raw_codec>(
-        s, [&](std::vector<std::string>& batch, context&) {
+    ASSERT_TRUE(
+        consumer->subscribe_batch<raw_codec>(s, [&](std::vector<std::string>& batch, context&) {
             sizes.push_back(batch.size());
             all.insert(batch.begin(), batch.end());
             return outcome::ack();
@@ -396,16 +414,19 @@ TEST_P(Conformance, BatchHandlerGetsBatchesTheRuntimeAssembles) {
         for (int i = 0; i < 12; ++i) {
             outgoing m{"m" + std::to_string(i), {}, {}};
             auto r = co_await p.publish(topic, std::move(m));
-            if (!r) co_return false;
+            if (!r)
+                co_return false;
         }
         co_return true;
     }(producer->publisher_handle(), t));
-    for (int i = 0; i < 30 && consumer->stats("s")->acked < 12; ++i) e().advance(100ms);
+    for (int i = 0; i < 30 && consumer->stats("s")->acked < 12; ++i)
+        e().advance(100ms);
     ASSERT_TRUE(e().wait_for([&] { return consumer->stats("s")->acked == 12; }));
     EXPECT_TRUE(sent->value_or(false));
     EXPECT_EQ(all.size(), 12U);
     EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 12U) << "a message twice";
-    for (auto n : sizes) EXPECT_LE(n, 5U);
+    for (auto n : sizes)
+        EXPECT_LE(n, 5U);
     EXPECT_GE(sizes.size(), 3U);
 }
 
@@ -418,13 +439,15 @@ TEST_P(Conformance, BatchOutcomeSettlesEveryMessageOfTheBatch) {
     s.batch_size = 4;
     ASSERT_TRUE(a->subscribe_batch<raw_codec>(s, [&](std::vector<std::string>& batch, context&) {
         ++batches;
-        for (const auto& m : batch) ++deliveries[m];
+        for (const auto& m : batch)
+            ++deliveries[m];
         return deliveries["m0"] == 1 && std::find(batch.begin(), batch.end(), "m0") != batch.end()
                    ? outcome::retry()
                    : outcome::ack();
     }));
     ASSERT_TRUE(a.start());
-    for (int i = 0; i < 4; ++i) ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
+    for (int i = 0; i < 4; ++i)
+        ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 4; }));
     e().settle();
     const auto st = *a->stats("s");
@@ -466,7 +489,8 @@ TEST_P(Conformance, PublishIsConfirmedAndCarriesKeyAndProperties) {
     EXPECT_EQ(rec.got[0].key, std::optional<std::string>("key-1"));
     EXPECT_EQ(rec.got[0].topic, t);
     bool trace = false;
-    for (const auto& [k, v] : rec.got[0].properties) trace |= k == "trace" && v == "42";
+    for (const auto& [k, v] : rec.got[0].properties)
+        trace |= k == "trace" && v == "42";
     EXPECT_TRUE(trace);
 }
 
@@ -489,7 +513,8 @@ TEST_P(Conformance, SeekEarliestReplaysTheRetainedLog) {
     app a(e());
     ASSERT_TRUE(a.record(spec_for(t, "s", subscription_type::exclusive), rec));
     ASSERT_TRUE(a.start());
-    for (const char* p : {"a", "b", "c"}) ASSERT_TRUE(a.publish(t, p));
+    for (const char* p : {"a", "b", "c"})
+        ASSERT_TRUE(a.publish(t, p));
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 3; }));
     auto sk = a->seeker_for("s");
     ASSERT_TRUE(sk);
@@ -511,13 +536,15 @@ TEST_P(Conformance, SeekLatestFromAHandlerDiscardsBufferedDeliveries) {
             if (!sought) {
                 sought = true;
                 auto r = co_await ctx.seeker_handle().seek(position::latest());
-                if (!r) got.push_back("seek failed");
+                if (!r)
+                    got.push_back("seek failed");
             }
             co_return outcome::ack();
         }));
     app producer(e());
     ASSERT_TRUE(producer.start());
-    for (int i = 0; i < 6; ++i) ASSERT_TRUE(producer.publish(t, "old" + std::to_string(i)));
+    for (int i = 0; i < 6; ++i)
+        ASSERT_TRUE(producer.publish(t, "old" + std::to_string(i)));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(e().wait_for([&] { return sought && a->stats("s")->accounted() >= 1; }));
     e().settle();
@@ -569,8 +596,8 @@ TEST_P(Conformance, SeekToAPublishTimeDeliversFromTheFirstMessageAtOrAfterIt) {
     ASSERT_TRUE(r && *r);
     ASSERT_TRUE(e().wait_for([&] { return a->stats("s")->acked == 6; }));
     e().settle();
-    EXPECT_EQ(rec.payloads(),
-              (std::vector<std::string>{"before0", "before1", "after0", "after1", "after0", "after1"}));
+    EXPECT_EQ(rec.payloads(), (std::vector<std::string>{"before0", "before1", "after0", "after1",
+                                                        "after0", "after1"}));
 }
 
 // --- refusals -------------------------------------------------------------------------------
@@ -632,7 +659,8 @@ TEST_P(Conformance, InconsistentSpecsAreRefusedAtRegistration) {
     auto s = spec_for(e().topic("bad"), "s");
     s.dispatch = lanes::by_key(4);
     s.batch_size = 10;
-    auto r = a->subscribe_batch<raw_codec>(s, [](std::vector<std::string>&, context&) { return outcome::ack(); });
+    auto r = a->subscribe_batch<raw_codec>(
+        s, [](std::vector<std::string>&, context&) { return outcome::ack(); });
     ASSERT_FALSE(r);
     EXPECT_TRUE(is(r.error(), errc::invalid_spec));
     auto no_name = spec_for(e().topic("bad"), "");
@@ -658,7 +686,8 @@ TEST_P(Conformance, ListSubscriptionReceivesFromEveryTopic) {
     ASSERT_TRUE(a.publish(y, "to-y"));
     ASSERT_TRUE(e().wait_for([&] { return rec.got.size() == 2; }));
     std::map<std::string, std::string> by_topic;
-    for (const auto& g : rec.got) by_topic[g.payload] = g.topic;
+    for (const auto& g : rec.got)
+        by_topic[g.payload] = g.topic;
     EXPECT_EQ(by_topic["to-x"], x);
     EXPECT_EQ(by_topic["to-y"], y);
 }
@@ -716,7 +745,8 @@ TEST_P(Conformance, PatternSubscriptionReceivesMessagesOfATopicCreatedAfterItSub
     std::sort(p.begin(), p.end());
     EXPECT_EQ(p, (std::vector<std::string>{"new", "new-2", "old", "old-2"}));
     std::map<std::string, std::string> by_payload;
-    for (const auto& g : rec.got) by_payload[g.payload] = g.topic;
+    for (const auto& g : rec.got)
+        by_payload[g.payload] = g.topic;
     EXPECT_EQ(by_payload["old"], first);
     EXPECT_EQ(by_payload["old-2"], first);
     EXPECT_EQ(by_payload["new"], later);
@@ -739,7 +769,8 @@ TEST_P(Conformance, FailoverStandbyTakesOverWhenTheActiveConsumerCloses) {
     sb.consumer_name = "b-consumer";
     ASSERT_TRUE(second.record(sb, rb));
     ASSERT_TRUE(second.start());
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(second.publish(t, "m" + std::to_string(i)));
+    for (int i = 0; i < 3; ++i)
+        ASSERT_TRUE(second.publish(t, "m" + std::to_string(i)));
     ASSERT_TRUE(e().wait_for([&] { return ra.got.size() == 3; }));
     e().settle();
     EXPECT_TRUE(rb.got.empty());
@@ -758,12 +789,15 @@ TEST_P(Conformance, SharedConsumersTogetherGetEachMessageOnce) {
     ASSERT_TRUE(b.record(spec_for(t, "s"), rb));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(b.start());
-    for (int i = 0; i < 10; ++i) ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
+    for (int i = 0; i < 10; ++i)
+        ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
     ASSERT_TRUE(e().wait_for([&] { return ra.got.size() + rb.got.size() == 10; }));
     e().settle();
     std::set<std::string> all;
-    for (const auto& p : ra.payloads()) all.insert(p);
-    for (const auto& p : rb.payloads()) all.insert(p);
+    for (const auto& p : ra.payloads())
+        all.insert(p);
+    for (const auto& p : rb.payloads())
+        all.insert(p);
     EXPECT_EQ(all.size(), 10U);
     EXPECT_EQ(ra.got.size() + rb.got.size(), 10U);
 }
@@ -777,13 +811,17 @@ TEST_P(Conformance, KeySharedKeepsEveryKeyOnOneConsumer) {
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(b.start());
     for (int i = 0; i < 4; ++i) {
-        for (int k = 0; k < 6; ++k) ASSERT_TRUE(a.publish(t, "m", "key" + std::to_string(k)));
+        for (int k = 0; k < 6; ++k)
+            ASSERT_TRUE(a.publish(t, "m", "key" + std::to_string(k)));
     }
     ASSERT_TRUE(e().wait_for([&] { return ra.got.size() + rb.got.size() == 24; }));
     std::set<std::string> ka, kb;
-    for (const auto& g : ra.got) ka.insert(*g.key);
-    for (const auto& g : rb.got) kb.insert(*g.key);
-    for (const auto& k : ka) EXPECT_EQ(kb.count(k), 0U) << k << " went to both consumers";
+    for (const auto& g : ra.got)
+        ka.insert(*g.key);
+    for (const auto& g : rb.got)
+        kb.insert(*g.key);
+    for (const auto& k : ka)
+        EXPECT_EQ(kb.count(k), 0U) << k << " went to both consumers";
 }
 
 // --- lifecycle and drain --------------------------------------------------------------------
@@ -853,7 +891,8 @@ TEST_P(Conformance, DrainTimeoutLeavesTheRestToTheBrokerAndAccountsForEveryDeliv
                 co_return outcome::ack();
             }));
         ASSERT_TRUE(a.start());
-        for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
+        for (int i = 0; i < 3; ++i)
+            ASSERT_TRUE(a.publish(t, "m" + std::to_string(i)));
         ASSERT_TRUE(e().wait_for([&] { return started == 1 && a->stats("s")->received == 3; }));
         auto report = e().spawn(a->shutdown(500ms));
         e().settle();  // the drain begins (its timer starts now)
@@ -881,7 +920,8 @@ TEST_P(Conformance, ShutdownAccountsForEveryDeliveryExactlyOnce) {
     ASSERT_TRUE(a->subscribe<raw_codec>(
         s, [](const std::string& p, context& ctx) -> asio::awaitable<outcome> {
             const int n = std::stoi(p);
-            if (ctx.msg().redelivery_count > 0) co_return outcome::ack();
+            if (ctx.msg().redelivery_count > 0)
+                co_return outcome::ack();
             switch (n % 5) {
                 case 0:
                     co_return outcome::ack();
@@ -897,12 +937,14 @@ TEST_P(Conformance, ShutdownAccountsForEveryDeliveryExactlyOnce) {
             }
         }));
     ASSERT_TRUE(a.start());
-    for (int i = 0; i < 20; ++i) ASSERT_TRUE(a.publish(t, std::to_string(i)));
+    for (int i = 0; i < 20; ++i)
+        ASSERT_TRUE(a.publish(t, std::to_string(i)));
     auto settled = [&] {
         const auto st = *a->stats("s");
         return st.acked == 8 && st.dropped == 4 && st.dead_lettered == 4;
     };
-    for (int i = 0; i < 20 && !settled(); ++i) e().advance(50ms);
+    for (int i = 0; i < 20 && !settled(); ++i)
+        e().advance(50ms);
     ASSERT_TRUE(e().wait_for(settled))
         << "acked " << a->stats("s")->acked << " dropped " << a->stats("s")->dropped << " dl "
         << a->stats("s")->dead_lettered << " nacked " << a->stats("s")->nacked << " received "
@@ -923,7 +965,8 @@ TEST_P(Conformance, ShutdownAccountsForEveryDeliveryExactlyOnce) {
 // --- only where the transport can do it -------------------------------------------------------
 
 TEST_P(Conformance, AnUnconfirmedAckIsReportedAndNeverCountedSettled) {
-    if (!e().has(feature::fault_injection)) GTEST_SKIP() << "needs fault injection";
+    if (!e().has(feature::fault_injection))
+        GTEST_SKIP() << "needs fault injection";
     const auto t = e().topic("ackfail");
     recorder rec;
     app a(e());
@@ -938,15 +981,16 @@ TEST_P(Conformance, AnUnconfirmedAckIsReportedAndNeverCountedSettled) {
 }
 
 TEST_P(Conformance, NoSettlementReachesTheBrokerAfterTheConsumerClosed) {
-    if (!e().has(feature::broker_inspection)) GTEST_SKIP() << "needs broker inspection";
+    if (!e().has(feature::broker_inspection))
+        GTEST_SKIP() << "needs broker inspection";
     const auto t = e().topic("late");
     app a(e());
-    ASSERT_TRUE(a->subscribe<raw_codec>(
-        spec_for(t, "s", subscription_type::exclusive),
-        [](const std::string&, context& ctx) -> asio::awaitable<outcome> {
-            co_await ctx.runtime_clock().sleep(10'000ms);
-            co_return outcome::ack();
-        }));
+    ASSERT_TRUE(
+        a->subscribe<raw_codec>(spec_for(t, "s", subscription_type::exclusive),
+                                [](const std::string&, context& ctx) -> asio::awaitable<outcome> {
+                                    co_await ctx.runtime_clock().sleep(10'000ms);
+                                    co_return outcome::ack();
+                                }));
     ASSERT_TRUE(a.start());
     ASSERT_TRUE(a.publish(t, "x"));
     e().settle();
@@ -963,7 +1007,8 @@ TEST_P(Conformance, NoSettlementReachesTheBrokerAfterTheConsumerClosed) {
 // --- what only a live server does (feature live_server) ---------------------------------------
 
 TEST_P(Conformance, KeySharedHashRangesSplitKeysBetweenConsumers) {
-    if (!e().has(feature::live_server)) GTEST_SKIP() << "the server's hash ranges";
+    if (!e().has(feature::live_server))
+        GTEST_SKIP() << "the server's hash ranges";
     const auto t = e().topic("ks-ranges");
     recorder ra, rb;
     app a(e()), b(e());
@@ -981,19 +1026,23 @@ TEST_P(Conformance, KeySharedHashRangesSplitKeysBetweenConsumers) {
     e().settle();
     EXPECT_EQ(ra.got.size() + rb.got.size(), 2U * keys);
     std::map<std::string, std::vector<std::string>> on_a, on_b;
-    for (const auto& g : ra.got) on_a[*g.key].push_back(g.payload);
-    for (const auto& g : rb.got) on_b[*g.key].push_back(g.payload);
+    for (const auto& g : ra.got)
+        on_a[*g.key].push_back(g.payload);
+    for (const auto& g : rb.got)
+        on_b[*g.key].push_back(g.payload);
     for (const auto& [k, v] : on_a) {
         EXPECT_EQ(on_b.count(k), 0U) << k << " went to both consumers";
         EXPECT_EQ(v, (std::vector<std::string>{"0", "1"})) << k << " out of order";
     }
-    for (const auto& [k, v] : on_b) EXPECT_EQ(v, (std::vector<std::string>{"0", "1"})) << k;
+    for (const auto& [k, v] : on_b)
+        EXPECT_EQ(v, (std::vector<std::string>{"0", "1"})) << k;
     EXPECT_FALSE(on_a.empty()) << "the server gave every hash range to one consumer";
     EXPECT_FALSE(on_b.empty()) << "the server gave every hash range to one consumer";
 }
 
 TEST_P(Conformance, SharedServerPicksTheConsumerAndRedeliversToTheOtherOnClose) {
-    if (!e().has(feature::live_server)) GTEST_SKIP() << "the server's pick of a Shared consumer";
+    if (!e().has(feature::live_server))
+        GTEST_SKIP() << "the server's pick of a Shared consumer";
     const auto t = e().topic("shared-pick");
     int held = 0;
     recorder rb;
@@ -1010,7 +1059,8 @@ TEST_P(Conformance, SharedServerPicksTheConsumerAndRedeliversToTheOtherOnClose) 
     ASSERT_TRUE(b.record(spec_for(t, "s"), rb));
     ASSERT_TRUE(holder->start());
     ASSERT_TRUE(b.start());
-    for (int i = 0; i < 10; ++i) ASSERT_TRUE(b.publish(t, "m" + std::to_string(i)));
+    for (int i = 0; i < 10; ++i)
+        ASSERT_TRUE(b.publish(t, "m" + std::to_string(i)));
     ASSERT_TRUE(e().wait_for([&] { return static_cast<std::size_t>(held) + rb.got.size() == 10; }))
         << "held " << held << " b " << rb.got.size();
     EXPECT_GT(held, 0) << "the server gave the holder nothing";
@@ -1026,7 +1076,8 @@ TEST_P(Conformance, SharedServerPicksTheConsumerAndRedeliversToTheOtherOnClose) 
 }
 
 TEST_P(Conformance, AckTimeoutRedeliversAMessageLeftUnsettled) {
-    if (!e().has(feature::live_server)) GTEST_SKIP() << "the client's ack timeout";
+    if (!e().has(feature::live_server))
+        GTEST_SKIP() << "the client's ack timeout";
     const auto t = e().topic("ack-timeout");
     recorder rec;
     app a(e());
@@ -1037,7 +1088,8 @@ TEST_P(Conformance, AckTimeoutRedeliversAMessageLeftUnsettled) {
     ASSERT_TRUE(a->subscribe<raw_codec>(
         s, [&rec, clk](const std::string&, context& ctx) -> asio::awaitable<outcome> {
             rec.add(ctx.msg(), clk->now());
-            if (ctx.msg().redelivery_count == 0) co_await ctx.runtime_clock().sleep(4000ms);
+            if (ctx.msg().redelivery_count == 0)
+                co_await ctx.runtime_clock().sleep(4000ms);
             co_return outcome::ack();
         }));
     ASSERT_TRUE(a.start());
@@ -1052,7 +1104,8 @@ TEST_P(Conformance, AckTimeoutRedeliversAMessageLeftUnsettled) {
 }
 
 TEST_P(Conformance, PartitionedTopicDeliversEveryPartitionInKeyOrder) {
-    if (!e().has(feature::live_server)) GTEST_SKIP() << "partitioned topics";
+    if (!e().has(feature::live_server))
+        GTEST_SKIP() << "partitioned topics";
     const auto t = e().topic("partitioned");
     ASSERT_TRUE(e().create_partitioned_topic(t, 3));
     std::map<std::string, std::vector<std::string>> by_key;
@@ -1085,7 +1138,8 @@ TEST_P(Conformance, PartitionedTopicDeliversEveryPartitionInKeyOrder) {
 }
 
 TEST_P(Conformance, MessagesPublishedWhileASubscriptionHasNoConsumerAreKept) {
-    if (!e().has(feature::live_server)) GTEST_SKIP() << "the server's durable subscription";
+    if (!e().has(feature::live_server))
+        GTEST_SKIP() << "the server's durable subscription";
     const auto t = e().topic("no-consumer");
     auto s = spec_for(t, "s", subscription_type::exclusive);
     s.initial = initial_position::latest;
@@ -1101,7 +1155,8 @@ TEST_P(Conformance, MessagesPublishedWhileASubscriptionHasNoConsumerAreKept) {
     {
         app producer(e());
         ASSERT_TRUE(producer.start());
-        for (int i = 0; i < 3; ++i) ASSERT_TRUE(producer.publish(t, "away" + std::to_string(i)));
+        for (int i = 0; i < 3; ++i)
+            ASSERT_TRUE(producer.publish(t, "away" + std::to_string(i)));
     }
     recorder later;
     app b(e());
@@ -1112,7 +1167,9 @@ TEST_P(Conformance, MessagesPublishedWhileASubscriptionHasNoConsumerAreKept) {
     EXPECT_EQ(later.payloads(), (std::vector<std::string>{"away0", "away1", "away2"}));
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
+std::string param_name(const ::testing::TestParamInfo<std::string>& i) {
+    return i.param;
+}
 
 #if NEREUS_CONFORMANCE_LIVE
 const std::vector<std::string> transports{"inproc", "live"};

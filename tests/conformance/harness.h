@@ -14,7 +14,6 @@
 #include "nereus/runtime/runtime.h"
 
 #include <boost/asio/co_spawn.hpp>
-
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -30,7 +29,7 @@ namespace asio = boost::asio;
 using clock_type = ::nereus::runtime::clock;
 
 enum class feature {
-    fault_injection,  // the test transport can make the broker refuse to confirm an ack
+    fault_injection,    // the test transport can make the broker refuse to confirm an ack
     broker_inspection,  // the test transport can show a subscription's backlog directly
     live_server,  // a real server: Shared pick, Key_Shared hash ranges, ack timeout, partitions
 };
@@ -76,7 +75,8 @@ public:
     std::shared_ptr<std::optional<T>> spawn(asio::awaitable<T> a) {
         auto out = std::make_shared<std::optional<T>>();
         asio::co_spawn(executor(), std::move(a), [out](std::exception_ptr e, T v) {
-            if (e) std::rethrow_exception(e);
+            if (e)
+                std::rethrow_exception(e);
             *out = std::move(v);
         });
         return out;
@@ -111,12 +111,14 @@ struct recorder {
     }
     [[nodiscard]] std::vector<std::string> payloads() const {
         std::vector<std::string> v;
-        for (const auto& s : got) v.push_back(s.payload);
+        for (const auto& s : got)
+            v.push_back(s.payload);
         return v;
     }
     [[nodiscard]] std::size_t count(const std::string& p) const {
         std::size_t n = 0;
-        for (const auto& s : got) n += s.payload == p ? 1 : 0;
+        for (const auto& s : got)
+            n += s.payload == p ? 1 : 0;
         return n;
     }
 };
@@ -124,11 +126,13 @@ struct recorder {
 // One runtime on a connection of the env.
 class app {
 public:
-    explicit app(env& e) : e_(&e), rt_(std::make_unique<runtime>(e.executor(), e.connect(), e.clock())) {}
+    explicit app(env& e)
+        : e_(&e), rt_(std::make_unique<runtime>(e.executor(), e.connect(), e.clock())) {}
     app(const app&) = delete;
     app& operator=(const app&) = delete;
     ~app() {
-        if (rt_->current_state() == runtime::state::started) stop();
+        if (rt_->current_state() == runtime::state::started)
+            stop();
     }
 
     runtime& rt() { return *rt_; }
@@ -136,30 +140,34 @@ public:
 
     result<void> start() {
         auto r = e_->run(rt_->start());
-        if (!r) return error(std::make_error_code(std::errc::timed_out));
+        if (!r)
+            return error(std::make_error_code(std::errc::timed_out));
         return *r;
     }
     shutdown_report stop(clock_type::duration drain = 5s) {
         auto r = e_->run(rt_->shutdown(drain));
         return r.value_or(shutdown_report{});
     }
-    result<message_id> publish(const std::string& topic, std::string payload,
+    result<message_id> publish(const std::string& topic,
+                               std::string payload,
                                std::optional<std::string> key = {},
                                std::vector<property> props = {}) {
         outgoing m{std::move(payload), std::move(key), std::move(props)};
         auto r = e_->run(rt_->publisher_handle().publish(topic, std::move(m)));
-        if (!r) return error(std::make_error_code(std::errc::timed_out));
+        if (!r)
+            return error(std::make_error_code(std::errc::timed_out));
         return *r;
     }
     // Registers a raw handler that records each delivery and settles it by `decide`.
-    result<void> record(subscriber_spec spec, recorder& rec,
+    result<void> record(subscriber_spec spec,
+                        recorder& rec,
                         std::function<outcome(const message_data&)> decide = {}) {
         clock_type* clk = &e_->clock();
-        return rt_->subscribe<raw_codec>(
-            std::move(spec), [&rec, clk, decide = std::move(decide)](const std::string&, context& ctx) {
-                rec.add(ctx.msg(), clk->now());
-                return decide ? decide(ctx.msg()) : outcome::ack();
-            });
+        return rt_->subscribe<raw_codec>(std::move(spec), [&rec, clk, decide = std::move(decide)](
+                                                              const std::string&, context& ctx) {
+            rec.add(ctx.msg(), clk->now());
+            return decide ? decide(ctx.msg()) : outcome::ack();
+        });
     }
 
 private:
@@ -167,7 +175,8 @@ private:
     std::unique_ptr<runtime> rt_;
 };
 
-inline subscriber_spec spec_for(const std::string& topic, const std::string& sub,
+inline subscriber_spec spec_for(const std::string& topic,
+                                const std::string& sub,
                                 subscription_type type = subscription_type::shared) {
     subscriber_spec s;
     s.topics = topic_selector::one(topic);

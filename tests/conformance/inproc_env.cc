@@ -1,7 +1,8 @@
 // The conformance env over the in-process test transport (NEREUS_TESTING).
 
-#include "harness.h"
 #include "nereus/runtime/testing/test_env.h"
+
+#include "harness.h"
 
 namespace nereus::runtime::conformance {
 namespace {
@@ -32,6 +33,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<env> make_inproc_env() { return std::make_unique<inproc_env>(); }
+std::unique_ptr<env> make_inproc_env() {
+    return std::make_unique<inproc_env>();
+}
 
 }  // namespace nereus::runtime::conformance

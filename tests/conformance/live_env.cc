@@ -9,13 +9,12 @@
 // Time is real here: wait_for() runs the event loop until the condition holds (bounded by 60 s,
 // generous for a loaded CI machine), advance(d) runs it for d, settle() for 300 ms.
 
-#include "harness.h"
 #include "nereus/runtime/pulsar/connect.h"
 
+#include "harness.h"
+#include <arpa/inet.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-
-#include <arpa/inet.h>
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
@@ -61,14 +60,18 @@ public:
     broker_process() {
         std::string pattern =
             (std::filesystem::temp_directory_path() / "nereus-conformance-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        if (::mkdtemp(pattern.data()) == nullptr)
+            throw std::runtime_error("mkdtemp failed");
         dir_ = pattern;
         for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {
             port_ = free_port();
             http_port_ = free_port();
-            if (!start()) stop();
+            if (!start())
+                stop();
         }
-        if (pid_ <= 0) throw std::runtime_error("nereus standalone did not start; see " + dir_ + "/broker.log");
+        if (pid_ <= 0)
+            throw std::runtime_error("nereus standalone did not start; see " + dir_ +
+                                     "/broker.log");
     }
     ~broker_process() {
         stop();
@@ -106,15 +109,19 @@ private:
             }
             const int a = connect_local(port_);
             const int b = a >= 0 ? connect_local(http_port_) : -1;
-            if (a >= 0) ::close(a);
-            if (b >= 0) ::close(b);
-            if (a >= 0 && b >= 0) return true;
+            if (a >= 0)
+                ::close(a);
+            if (b >= 0)
+                ::close(b);
+            if (a >= 0 && b >= 0)
+                return true;
             std::this_thread::sleep_for(std::chrono::milliseconds(25));
         }
         return false;
     }
     void stop() {
-        if (pid_ <= 0) return;
+        if (pid_ <= 0)
+            return;
         ::kill(pid_, SIGTERM);
         int st = 0;
         for (int i = 0; i < 1500; ++i) {
@@ -141,24 +148,30 @@ broker_process& shared_broker() {
 }
 
 // A bounded HTTP/1.1 request on 127.0.0.1:port; the status code, or 0 on failure.
-int http_request(std::uint16_t port, const std::string& method, const std::string& path,
+int http_request(std::uint16_t port,
+                 const std::string& method,
+                 const std::string& path,
                  const std::string& body) {
     const int fd = connect_local(port);
-    if (fd < 0) return 0;
+    if (fd < 0)
+        return 0;
     timeval tv{.tv_sec = 30, .tv_usec = 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    const std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                            "Content-Type: application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    const std::string req =
+        method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\nConnection: close\r\n\r\n" + body;
     if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
         ::close(fd);
         return 0;
     }
     std::string resp;
     char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) resp.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+        resp.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
-    if (resp.size() < 12 || !resp.starts_with("HTTP/1.1 ")) return 0;
+    if (resp.size() < 12 || !resp.starts_with("HTTP/1.1 "))
+        return 0;
     return std::atoi(resp.substr(9, 3).c_str());
 }
 
@@ -184,13 +197,15 @@ public:
         // (production: 1 minute).
         o.pattern_auto_discovery_period = std::chrono::milliseconds(300);
         auto t = pulsar::connect(io_.get_executor(), std::move(o));
-        if (!t) throw std::runtime_error("connect: " + t.error().message());
+        if (!t)
+            throw std::runtime_error("connect: " + t.error().message());
         return std::move(*t);
     }
     bool wait_for(const std::function<bool()>& done) override {
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         while (!done()) {
-            if (std::chrono::steady_clock::now() >= until) return false;
+            if (std::chrono::steady_clock::now() >= until)
+                return false;
             io_.run_one_for(std::chrono::milliseconds(20));
         }
         return true;
@@ -200,9 +215,12 @@ public:
     [[nodiscard]] bool has(feature f) const override { return f == feature::live_server; }
     bool create_partitioned_topic(const std::string& topic, int partitions) override {
         constexpr std::string_view scheme = "persistent://";
-        if (!topic.starts_with(scheme)) return false;
-        const std::string path = "/admin/v2/persistent/" + topic.substr(scheme.size()) + "/partitions";
-        const int status = http_request(broker_->http_port(), "PUT", path, std::to_string(partitions));
+        if (!topic.starts_with(scheme))
+            return false;
+        const std::string path =
+            "/admin/v2/persistent/" + topic.substr(scheme.size()) + "/partitions";
+        const int status =
+            http_request(broker_->http_port(), "PUT", path, std::to_string(partitions));
         return status >= 200 && status < 300;
     }
 
@@ -222,6 +240,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<env> make_live_env() { return std::make_unique<live_env>(); }
+std::unique_ptr<env> make_live_env() {
+    return std::make_unique<live_env>();
+}
 
 }  // namespace nereus::runtime::conformance

@@ -89,8 +89,12 @@ namespace pb = nereus::proto::pb;
 using clock_type = std::chrono::steady_clock;
 
 // The campaign's two topics: `crash-t` (the C++ load) and `crash-flex` (pulsar-flex).
-std::string topic_url(const std::string& t) { return "persistent://public/default/" + t; }
-std::string admin_path(const std::string& t) { return "/admin/v2/persistent/public/default/" + t; }
+std::string topic_url(const std::string& t) {
+    return "persistent://public/default/" + t;
+}
+std::string admin_path(const std::string& t) {
+    return "/admin/v2/persistent/public/default/" + t;
+}
 
 double seconds_since(clock_type::time_point t) {
     return std::chrono::duration<double>(clock_type::now() - t).count();
@@ -167,7 +171,8 @@ std::pair<int, std::string> http_request(std::uint16_t port,
     if (!body.empty()) {
         req += "Content-Type: application/json\r\n";
     }
-    req += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    req +=
+        "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     std::size_t sent = 0;
     while (sent < req.size()) {
         const auto n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
@@ -241,10 +246,10 @@ struct delivered_entry {
     std::uint64_t entry = 0;
     std::int32_t batch_size = 1;  // messages in the entry
     bool batched = false;
-    std::vector<std::int32_t> indexes;       // delivered (not acked) indexes
-    std::vector<std::string> payloads;       // per index in the entry (all of them)
-    std::string producer;                    // MessageMetadata.producer_name
-    std::uint64_t sequence_id = 0;           // MessageMetadata.sequence_id
+    std::vector<std::int32_t> indexes;  // delivered (not acked) indexes
+    std::vector<std::string> payloads;  // per index in the entry (all of them)
+    std::string producer;               // MessageMetadata.producer_name
+    std::uint64_t sequence_id = 0;      // MessageMetadata.sequence_id
 };
 
 // Parses a MESSAGE: its stored section (optional 0x0e01 checksum, metadata, payload).
@@ -398,9 +403,9 @@ struct producer_model {
 
 // One topic's model. Keys with index -1 stand for a whole entry (pulsar-flex acks entries).
 struct model {
-    std::string topic;       // local name
-    std::string audit;       // the audit subscription's name
-    bool flex = false;       // produced by pulsar-flex (payloads `f<round>:<u>:<i>/<n>`)
+    std::string topic;  // local name
+    std::string audit;  // the audit subscription's name
+    bool flex = false;  // produced by pulsar-flex (payloads `f<round>:<u>:<i>/<n>`)
     std::mutex mu;
     std::map<std::string, producer_model> producers;
     std::map<std::string, sub_model> subs;
@@ -453,10 +458,10 @@ bool send_entry(wire_client& c,
     pb::MessageMetadata md;
     md.set_producer_name(name);
     md.set_sequence_id(seq);
-    md.set_publish_time(static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::system_clock::now().time_since_epoch())
-            .count()));
+    md.set_publish_time(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count()));
     std::vector<std::byte> payload;
     if (batched) {
         proto::batch_builder bb(payload);
@@ -527,8 +532,9 @@ bool subscribe(wire_client& c,
             return false;
         }
     }
-    return c.send(
-        [&](proto::frame_buffer& b) { return c.writer().flow(b, consumer_id, permits).has_value(); });
+    return c.send([&](proto::frame_buffer& b) {
+        return c.writer().flow(b, consumer_id, permits).has_value();
+    });
 }
 
 proto::message_id whole(std::uint64_t ledger, std::uint64_t entry) {
@@ -675,7 +681,8 @@ void run_consumer(load_context& ctx, const std::string& sub, std::int32_t type, 
         ledger = d->ledger;
         used += static_cast<std::uint32_t>(d->indexes.size());  // permits count messages
         if (used >= 200) {
-            c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 1, used).has_value(); });
+            c->send(
+                [&](proto::frame_buffer& b) { return c->writer().flow(b, 1, used).has_value(); });
             used = 0;
         }
         const auto dice = rng() % 100;
@@ -820,7 +827,8 @@ void run_churn(load_context& ctx, const std::string& sub) {
             if (t == proto::command_type::success && r->cmd.success().request_id() != req) {
                 continue;
             }
-            if (t == proto::command_type::ack_response && r->cmd.ackresponse().request_id() != req) {
+            if (t == proto::command_type::ack_response &&
+                r->cmd.ackresponse().request_id() != req) {
                 continue;
             }
             return r;
@@ -832,7 +840,8 @@ void run_churn(load_context& ctx, const std::string& sub) {
     // a seek to `base`, so the history is not replayed by every later cycle and verification.
     bool recreated = false;
     for (int cycle = 0; cycle < 10000 && !ctx.stop.load() && !c->closed(); ++cycle) {
-        if (need_subscribe && !subscribe(*c, ctx.m.topic, consumer_id, next_request++, sub, 0, 1000)) {
+        if (need_subscribe &&
+            !subscribe(*c, ctx.m.topic, consumer_id, next_request++, sub, 0, 1000)) {
             return;
         }
         need_subscribe = false;
@@ -840,8 +849,7 @@ void run_churn(load_context& ctx, const std::string& sub) {
         std::vector<delivered_entry> got;
         const auto want = recreated ? 0 : 3 + rng() % 30;
         const auto until = clock_type::now() + 2s;
-        while (got.size() < want && clock_type::now() < until && !ctx.stop.load() &&
-               !c->closed()) {
+        while (got.size() < want && clock_type::now() < until && !ctx.stop.load() && !c->closed()) {
             auto r = c->next(5ms);
             if (!r) {
                 continue;
@@ -943,9 +951,8 @@ void run_churn(load_context& ctx, const std::string& sub) {
             const std::string body = "{\"ledgerId\":" + std::to_string(ledger) +
                                      ",\"entryId\":" + std::to_string(target) + "}";
             const auto [status, text] = http_request(
-                ctx.http_port, "POST", admin_path(ctx.m.topic) + "/subscription/" + sub +
-                                           "/resetcursor",
-                body);
+                ctx.http_port, "POST",
+                admin_path(ctx.m.topic) + "/subscription/" + sub + "/resetcursor", body);
             if (status == 0) {
                 return;  // no answer: unknown
             }
@@ -972,8 +979,9 @@ void run_churn(load_context& ctx, const std::string& sub) {
             auto& sm = ctx.m.subs[sub];
             if (confirmed) {
                 sm.candidates.erase(sm.candidates.begin(), sm.candidates.end() - 1);
-                ++ctx.m.ops[op == 0 ? "seek confirmed" : op == 1 ? "reset cursor confirmed"
-                                                                 : "unsubscribe confirmed"];
+                ++ctx.m.ops[op == 0   ? "seek confirmed"
+                            : op == 1 ? "reset cursor confirmed"
+                                      : "unsubscribe confirmed"];
             } else {
                 sm.candidates.pop_back();  // refused: nothing changed
             }
@@ -1100,8 +1108,8 @@ struct verifier {
                 continue;
             }
             if (r->cmd.ackresponse().has_error()) {
-                violation(sub + ": ack of the verification failed: " +
-                          r->cmd.ackresponse().message());
+                violation(sub +
+                          ": ack of the verification failed: " + r->cmd.ackresponse().message());
             }
             waiting.erase(r->cmd.ackresponse().request_id());
         }
@@ -1250,10 +1258,12 @@ struct verifier {
                 }
                 const auto colon = p.rfind(':');
                 const std::string prod = colon == std::string::npos ? p : p.substr(0, colon);
-                const std::uint64_t seq =
-                    colon == std::string::npos ? 0 : std::strtoull(p.c_str() + colon + 1, nullptr, 10);
+                const std::uint64_t seq = colon == std::string::npos
+                                              ? 0
+                                              : std::strtoull(p.c_str() + colon + 1, nullptr, 10);
                 auto pm = m.producers.find(prod);
-                if (colon == std::string::npos || pm == m.producers.end() || seq >= pm->second.sent) {
+                if (colon == std::string::npos || pm == m.producers.end() ||
+                    seq >= pm->second.sent) {
                     violation("audit: entry " + std::to_string(d.entry) + " holds '" + p +
                               "', never sent");
                     continue;
@@ -1274,8 +1284,7 @@ struct verifier {
                 auto it = stored.find(k);
                 if (it == stored.end()) {
                     violation("receipted " + prod + ":" + std::to_string(seq) + " at " +
-                              std::to_string(k.entry) + ":" + std::to_string(k.index) +
-                              " missing");
+                              std::to_string(k.entry) + ":" + std::to_string(k.index) + " missing");
                 } else if (it->second != payload_of(prod, seq)) {
                     violation("receipted " + prod + ":" + std::to_string(seq) + " at " +
                               std::to_string(k.entry) + " holds '" + it->second + "'");
@@ -1431,8 +1440,8 @@ int usage() {
 int main(int argc, char** argv) {
     std::string nereus;
     int kills = 20;
-    std::uint64_t seed = static_cast<std::uint64_t>(
-        std::chrono::system_clock::now().time_since_epoch().count());
+    std::uint64_t seed =
+        static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
     std::string work;
     int min_run_ms = 50;
     int max_run_ms = 4000;
@@ -1506,7 +1515,8 @@ int main(int argc, char** argv) {
     mf.flex = true;
     mf.subs["flex-sub"].name = "flex-sub";
     mf.subs["flex-sub"].type = 1;
-    std::printf("pulsar-flex load: %s\n", flex ? flex_script.c_str() : "off (no node / pulsar-flex)");
+    std::printf("pulsar-flex load: %s\n",
+                flex ? flex_script.c_str() : "off (no node / pulsar-flex)");
     // Retention active (Pulsar's defaults 0/0: acked data is deleted) with a pass every
     // second, so trims run while the load runs and the floor checks (during the load, after each
     // restart, and after the verification's trim) have something to catch.
@@ -1517,10 +1527,11 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "campaign: cannot write %s\n", config.c_str());
             return 2;
         }
-        std::fputs("defaultRetentionTimeInMinutes=0\n"
-                   "defaultRetentionSizeInMB=0\n"
-                   "retentionCheckIntervalInSeconds=1\n",
-                   f);
+        std::fputs(
+            "defaultRetentionTimeInMinutes=0\n"
+            "defaultRetentionSizeInMB=0\n"
+            "retentionCheckIntervalInSeconds=1\n",
+            f);
         std::fclose(f);
     }
     broker_process broker(nereus, data, log, config);
@@ -1582,15 +1593,17 @@ int main(int argc, char** argv) {
                 {node, flex_script, std::to_string(broker.port()), std::to_string(k)});
             if (flex_child) {
                 flex_reader = std::thread([&] {
-                    while (!flex_stop.load() &&
-                           flex_child->read_until(clock_type::now() + 20ms,
-                                                  [&](std::string_view sv) { flex_out.append(sv); })) {
+                    while (!flex_stop.load() && flex_child->read_until(clock_type::now() + 20ms,
+                                                                       [&](std::string_view sv) {
+                                                                           flex_out.append(sv);
+                                                                       })) {
                     }
                 });
             }
         }
         const auto run_for = std::chrono::milliseconds(
-            min_run_ms + static_cast<int>(rng() % static_cast<std::uint64_t>(max_run_ms - min_run_ms + 1)));
+            min_run_ms +
+            static_cast<int>(rng() % static_cast<std::uint64_t>(max_run_ms - min_run_ms + 1)));
         // While the load runs (and the periodic retention pass trims): internalStats of each
         // topic every ~200 ms, checked against the retention floor. A trim that passed a cursor
         // shows here; a restart would repair it (the ledger's open advances such a cursor).
@@ -1703,8 +1716,8 @@ int main(int argc, char** argv) {
         }
         v.violations.insert(v.violations.begin(), live.begin(), live.end());
         total_violations += v.violations.size();
-        std::printf("kill %d: pid %d uptime %.2fs receipts %llu acks %llu violations %zu%s\n",
-                    k, static_cast<int>(pid), uptime, static_cast<unsigned long long>(receipts),
+        std::printf("kill %d: pid %d uptime %.2fs receipts %llu acks %llu violations %zu%s\n", k,
+                    static_cast<int>(pid), uptime, static_cast<unsigned long long>(receipts),
                     static_cast<unsigned long long>(acks), v.violations.size(),
                     recovery_kill.c_str());
         for (const auto& s : v.violations) {

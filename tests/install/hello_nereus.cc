@@ -3,13 +3,11 @@
 //   hello_nereus <service-url> [topic]
 // Prints "received: hello from <topic>" and "acknowledged", exits 0; any error: a line and 1.
 // Every wait is bounded (20 s).
-#include <nereus/client/client.h>
-
 #include <boost/asio/use_future.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <nereus/client/client.h>
 #include <string>
 
 namespace nc = nereus::client;
@@ -29,19 +27,19 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string topic = argc > 2 ? argv[2] : "hello";
-    nc::client c({.service_url = argv[1]});                 // owns one io thread
+    nc::client c({.service_url = argv[1]});  // owns one io thread
     nc::consumer_options o;
     o.topics = {topic};
     o.subscription = "hello-sub";
     o.start = nc::initial_position::earliest;
-    auto s = wait(c.subscribe(o, asio::use_future));        // result<consumer>
+    auto s = wait(c.subscribe(o, asio::use_future));  // result<consumer>
     auto p = wait(c.create_producer({.topic = topic}, asio::use_future));
     if (!s || !p) {
         std::printf("FAIL: %s\n", (!s ? s.error() : p.error()).message().c_str());
         return 1;
     }
     auto id = wait(p->send(nc::outgoing_message::text("hello from " + topic),
-                           asio::use_future));              // confirmed: SEND_RECEIPT
+                           asio::use_future));  // confirmed: SEND_RECEIPT
     auto m = wait(s->receive(asio::use_future));
     if (!id || !m) {
         std::printf("FAIL: %s\n", (!id ? id.error() : m.error()).message().c_str());

@@ -14,9 +14,9 @@
 namespace nereus::broker::test {
 namespace {
 
-using proto::command_type;
 using meta::test::temp_dir;
 using meta::test::zk_server;
+using proto::command_type;
 
 constexpr std::string_view topic = "persistent://public/default/zk-it";
 

@@ -36,7 +36,8 @@ struct lookup_answer {
     std::string broker_url;
 };
 
-inline std::optional<lookup_answer> lookup(wire_client& c, std::string_view topic,
+inline std::optional<lookup_answer> lookup(wire_client& c,
+                                           std::string_view topic,
                                            std::uint64_t req) {
     c.send([&](proto::frame_buffer& b) { return c.writer().lookup(b, topic, req).has_value(); });
     auto r = c.expect(proto::command_type::lookup_response);
@@ -52,8 +53,11 @@ inline std::optional<lookup_answer> lookup(wire_client& c, std::string_view topi
 }
 
 // PRODUCER → true on PRODUCER_SUCCESS; `error` gets the server error of an ERROR answer.
-inline bool create_producer(wire_client& c, std::string_view topic, std::uint64_t producer_id,
-                            std::uint64_t req, int* error = nullptr) {
+inline bool create_producer(wire_client& c,
+                            std::string_view topic,
+                            std::uint64_t producer_id,
+                            std::uint64_t req,
+                            int* error = nullptr) {
     proto::producer_args p;
     p.topic = topic;
     p.producer_id = producer_id;
@@ -77,8 +81,12 @@ inline bool create_producer(wire_client& c, std::string_view topic, std::uint64_
 }
 
 // SUBSCRIBE (Shared, earliest) → true on SUCCESS; `error` as above.
-inline bool subscribe_shared(wire_client& c, std::string_view topic, std::string_view sub,
-                             std::uint64_t consumer_id, std::uint64_t req, int* error = nullptr) {
+inline bool subscribe_shared(wire_client& c,
+                             std::string_view topic,
+                             std::string_view sub,
+                             std::uint64_t consumer_id,
+                             std::uint64_t req,
+                             int* error = nullptr) {
     proto::subscribe_args a;
     a.topic = topic;
     a.subscription = sub;

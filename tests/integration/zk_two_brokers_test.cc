@@ -15,11 +15,11 @@
 #include "unit/meta/support/temp_dir.h"
 #include "unit/meta/support/zk_server.h"
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <map>
-#include <sstream>
-#include <cstdio>
 #include <set>
+#include <sstream>
 
 namespace nereus::broker::test {
 namespace {
@@ -34,8 +34,8 @@ protected:
     void SetUp() override {
         auto& zk = zk_server::shared();
         ASSERT_TRUE(zk.ok()) << zk.error();
-        const std::string url = "zk://" + zk.hosts() + "/nereus-two-" +
-                                std::to_string(::getpid()) + "?session_timeout_ms=1000";
+        const std::string url = "zk://" + zk.hosts() + "/nereus-two-" + std::to_string(::getpid()) +
+                                "?session_timeout_ms=1000";
         const std::string data = dir_.sub("data");
         a_ = std::make_unique<broker_proc>(
             std::vector<std::string>{"--data-dir", data, "--metadata", url}, dir_.sub("a.log"));
@@ -66,7 +66,8 @@ protected:
     }
 
     // Consumes everything the subscription delivers; payload → entry id.
-    static std::map<std::string, std::uint64_t> drain(wire_client& c, std::uint64_t consumer,
+    static std::map<std::string, std::uint64_t> drain(wire_client& c,
+                                                      std::uint64_t consumer,
                                                       std::uint64_t* ledger) {
         c.send([&](proto::frame_buffer& b) {
             return c.writer().flow(b, consumer, 100000).has_value();
@@ -78,8 +79,11 @@ protected:
         }
         return got;
     }
-    static void send_ack(wire_client& c, std::uint64_t consumer, std::uint64_t ledger,
-                         std::uint64_t entry, std::uint64_t req) {
+    static void send_ack(wire_client& c,
+                         std::uint64_t consumer,
+                         std::uint64_t ledger,
+                         std::uint64_t entry,
+                         std::uint64_t req) {
         proto::message_id id;
         id.ledger_id = ledger;
         id.entry_id = entry;
@@ -222,11 +226,11 @@ TEST_F(ZkTwoBrokers, SigkillOfTheOwnerUnderLoadFailsOverWithExactAckState) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     ASSERT_TRUE(first_send) << "B never served the topic";
-    const double failover_s =
-        std::chrono::duration<double>(*first_send - killed).count();
-    std::printf("FAILOVER owner SIGKILL -> first send through the new owner: %.3f s "
-                "(ZooKeeper tickTime=200, session timeout 1000 ms)\n",
-                failover_s);
+    const double failover_s = std::chrono::duration<double>(*first_send - killed).count();
+    std::printf(
+        "FAILOVER owner SIGKILL -> first send through the new owner: %.3f s "
+        "(ZooKeeper tickTime=200, session timeout 1000 ms)\n",
+        failover_s);
     RecordProperty("failover_seconds", std::to_string(failover_s));
     receipted.insert("after-failover");
     // B's view: every receipted message present, confirmed acks still acked, the rest redelivered.
@@ -249,10 +253,11 @@ TEST_F(ZkTwoBrokers, SigkillOfTheOwnerUnderLoadFailsOverWithExactAckState) {
     for (const auto& [p, e] : now_delivered) {
         EXPECT_TRUE(p == "after-failover" || p.starts_with("m-")) << "unknown payload " << p;
     }
-    std::printf("before the kill: %zu of %zu sends receipted, %zu acks confirmed of %zu sent; "
-                "the new owner redelivers %zu\n",
-                receipted.size() - 1, seq_payload.size(), acked.size(), ack_sent.size(),
-                now_delivered.size());
+    std::printf(
+        "before the kill: %zu of %zu sends receipted, %zu acks confirmed of %zu sent; "
+        "the new owner redelivers %zu\n",
+        receipted.size() - 1, seq_payload.size(), acked.size(), ack_sent.size(),
+        now_delivered.size());
     EXPECT_GE(receipted.size(), 201U);
     EXPECT_EQ(b_->stop(SIGTERM), 0);
 }
@@ -359,10 +364,10 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
             acked.insert(ack_req.at(f->cmd.ackresponse().request_id()));
         }
     }
-    std::printf("old owner after SIGCONT: %d receipts, %d ack confirmations, %d send errors, "
-                "%d CLOSE_PRODUCER, %d CLOSE_CONSUMER\n",
-                receipts_after_claim, acks_after_claim, send_errors, closed_producers,
-                closed_consumers);
+    std::printf(
+        "old owner after SIGCONT: %d receipts, %d ack confirmations, %d send errors, "
+        "%d CLOSE_PRODUCER, %d CLOSE_CONSUMER\n",
+        receipts_after_claim, acks_after_claim, send_errors, closed_producers, closed_consumers);
     // It released the topic: its clients were told to look it up again.
     EXPECT_EQ(closed_producers, 1);
     EXPECT_EQ(closed_consumers, 1);

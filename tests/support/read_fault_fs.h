@@ -84,9 +84,7 @@ public:
     }
     result<bool> exists(const std::string& p) override { return real_->exists(p); }
     result<bool> is_dir(const std::string& p) override { return real_->is_dir(p); }
-    result<std::uint64_t> file_size(const std::string& p) override {
-        return real_->file_size(p);
-    }
+    result<std::uint64_t> file_size(const std::string& p) override { return real_->file_size(p); }
 
 private:
     std::shared_ptr<file_system> real_ = posix_file_system();

@@ -1,7 +1,6 @@
 #include "support/standalone_process.h"
 
 #include "support/wire_client.h"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -31,7 +30,8 @@ std::uint16_t free_tcp_port() {
     return port;
 }
 
-http_reply http_get(std::uint16_t port, const std::string& path,
+http_reply http_get(std::uint16_t port,
+                    const std::string& path,
                     std::chrono::milliseconds timeout) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -50,8 +50,8 @@ http_reply http_get(std::uint16_t port, const std::string& path,
         const auto until = clock_type::now() + timeout;
         char b[4096];
         for (;;) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                until - clock_type::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now());
             pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
             if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
                 break;
@@ -109,8 +109,8 @@ bool standalone_process::spawn() {
         argv.insert(argv.end(), {"--data-dir", opts_.data_dir});
     }
     argv.insert(argv.end(), opts_.args.begin(), opts_.args.end());
-    argv.insert(argv.end(), {"--bind", "127.0.0.1", "--port", std::to_string(port_),
-                             "--http-port", std::to_string(http_port_)});
+    argv.insert(argv.end(), {"--bind", "127.0.0.1", "--port", std::to_string(port_), "--http-port",
+                             std::to_string(http_port_)});
     child_ = child_process::spawn_logged(argv, opts_.log);
     return child_.has_value();
 }

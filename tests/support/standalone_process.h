@@ -16,7 +16,6 @@
 // Thread-safety: thread-compatible (one test thread).
 
 #include "support/child_process.h"
-
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -35,7 +34,8 @@ struct http_reply {
     int status = 0;
     std::string body;
 };
-http_reply http_get(std::uint16_t port, const std::string& path,
+http_reply http_get(std::uint16_t port,
+                    const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 struct standalone_options {

@@ -53,7 +53,8 @@ void add_compaction_routes(router& r, admin_context& ctx) {
         bool any_error = false, any_running = false, all_success = !targets->empty();
         std::string last_error;
         for (auto& t : *targets) {
-            const auto st = t->compaction() ? t->compaction()->status() : broker::compaction_status{};
+            const auto st =
+                t->compaction() ? t->compaction()->status() : broker::compaction_status{};
             any_error = any_error || st.state == broker::compaction_state::error;
             any_running = any_running || st.state == broker::compaction_state::running;
             all_success = all_success && st.state == broker::compaction_state::success;

@@ -76,9 +76,8 @@ void rate_sampler::sample_at(clock::time_point now) {
         ts.at = now;
         ts.last_in = o.in;
         const auto prev = state_.find(name);
-        const double dt = prev == state_.end()
-                              ? 0
-                              : std::chrono::duration<double>(now - prev->second.at).count();
+        const double dt =
+            prev == state_.end() ? 0 : std::chrono::duration<double>(now - prev->second.at).count();
         if (prev != state_.end()) {
             ts.r.msg_in = per_second(o.in.msg, prev->second.last_in.msg, dt);
             ts.r.bytes_in = per_second(o.in.bytes, prev->second.last_in.bytes, dt);

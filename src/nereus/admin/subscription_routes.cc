@@ -374,8 +374,8 @@ void add_subscription_routes(router& r, admin_context& ctx) {
                           const auto it = current.find("version");
                           const std::string have = it == current.end() ? "0" : it->second;
                           if (have != if_version->second) {
-                              return error_response(409, "Properties version mismatch: current " +
-                                                             have);
+                              return error_response(409,
+                                                    "Properties version mismatch: current " + have);
                           }
                       }
                       if (auto r = s->cursor().set_properties(props); !r) {

@@ -337,8 +337,7 @@ void add_topic_routes(router& r, admin_context& ctx) {
               std::string http_url = ctx.http_url();
               auto owner = ctx.topics.backend().owner_of(name->full());
               if (!owner) {
-                  return error_response(503, "ownership lookup failed: " +
-                                                 owner.error().message());
+                  return error_response(503, "ownership lookup failed: " + owner.error().message());
               }
               if (!owner->here) {
                   broker_url = owner->broker_url;

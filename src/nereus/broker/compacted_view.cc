@@ -54,9 +54,9 @@ private:
 }  // namespace
 
 std::size_t compacted_view::lower_bound(std::uint64_t id) const {
-    auto it = std::lower_bound(
-        entries.begin(), entries.end(), id,
-        [](const compacted_entry& e, std::uint64_t x) { return e.entry_id < x; });
+    auto it =
+        std::lower_bound(entries.begin(), entries.end(), id,
+                         [](const compacted_entry& e, std::uint64_t x) { return e.entry_id < x; });
     return static_cast<std::size_t>(it - entries.begin());
 }
 
@@ -94,7 +94,9 @@ std::vector<std::byte> encode_compacted_view(const compacted_view& v) {
 }
 
 result<compacted_view> decode_compacted_view(std::span<const std::byte> bytes) {
-    const auto bad = [] { return nereus::error(proto::error_kind::metadata_failure); };
+    const auto bad = [] {
+        return nereus::error(proto::error_kind::metadata_failure);
+    };
     if (bytes.size() < sizeof(magic) + 4 + 8 + 8 + 8 + 4 + 4 ||
         std::memcmp(bytes.data(), magic, sizeof(magic)) != 0) {
         return bad();
@@ -123,7 +125,8 @@ result<compacted_view> decode_compacted_view(std::span<const std::byte> bytes) {
             !r.bytes(n, data)) {
             return bad();
         }
-        if (e.entry_id >= v.end || (!v.entries.empty() && v.entries.back().entry_id >= e.entry_id)) {
+        if (e.entry_id >= v.end ||
+            (!v.entries.empty() && v.entries.back().entry_id >= e.entry_id)) {
             return bad();
         }
         e.data = std::make_shared<const std::vector<std::byte>>(data.begin(), data.end());

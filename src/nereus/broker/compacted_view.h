@@ -35,9 +35,9 @@ struct compacted_entry {
 };
 
 struct compacted_view {
-    std::uint64_t ledger_id = 0;  // the topic incarnation the view belongs to
-    std::uint64_t end = 0;        // entries [0, end) are covered: horizon = end - 1
-    std::uint64_t keys = 0;       // live keys in the view
+    std::uint64_t ledger_id = 0;           // the topic incarnation the view belongs to
+    std::uint64_t end = 0;                 // entries [0, end) are covered: horizon = end - 1
+    std::uint64_t keys = 0;                // live keys in the view
     std::vector<compacted_entry> entries;  // ascending entry_id, all < end
 
     // Index of the first entry with entry_id >= id (entries.size() if none).

@@ -66,10 +66,11 @@ std::vector<std::byte> serialize(const proto::pb::MessageMetadata& md,
     std::vector<std::byte> out(proto::checksum_section_bytes + 4 + md_size + payload.size());
     proto::detail::store_be16(out.data(), proto::magic_crc32c);
     proto::detail::store_be32(out.data() + proto::checksum_section_bytes,
-                      static_cast<std::uint32_t>(md_size));
+                              static_cast<std::uint32_t>(md_size));
     md.SerializeToArray(out.data() + proto::checksum_section_bytes + 4, static_cast<int>(md_size));
-    std::copy(payload.begin(), payload.end(),
-              out.begin() + static_cast<std::ptrdiff_t>(proto::checksum_section_bytes + 4 + md_size));
+    std::copy(
+        payload.begin(), payload.end(),
+        out.begin() + static_cast<std::ptrdiff_t>(proto::checksum_section_bytes + 4 + md_size));
     const auto body = std::span<const std::byte>(out).subspan(proto::checksum_section_bytes);
     proto::detail::store_be32(out.data() + proto::magic_bytes, crc32c::value(body));
     return out;
@@ -141,9 +142,8 @@ compaction_result compact(const compacted_view& previous,
             if (sm.compacted_out() || !sm.has_partition_key()) {
                 continue;
             }
-            found.emplace_back(sm.partition_key(),
-                               latest{e.entry_id, br.index(),
-                                      br.payload().empty() || sm.null_value()});
+            found.emplace_back(sm.partition_key(), latest{e.entry_id, br.index(),
+                                                          br.payload().empty() || sm.null_value()});
         }
         if (!ok) {
             ++res.skipped;

@@ -102,9 +102,10 @@ const std::map<std::string, setter, std::less<>>& keys() {
                  return {};
              }
              if (!v.starts_with("zk://") || v.size() <= 5) {
-                 return fmt::format("'{}' is not a zk://host:port/root url (only ZooKeeper is "
-                                    "supported besides the embedded default)",
-                                    v);
+                 return fmt::format(
+                     "'{}' is not a zk://host:port/root url (only ZooKeeper is "
+                     "supported besides the embedded default)",
+                     v);
              }
              o.metadata_url = std::string(v);
              return {};

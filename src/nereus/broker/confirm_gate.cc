@@ -69,10 +69,12 @@ void confirm_gate::on_result(std::uint64_t end, result<meta::multi_result> r) {
         // Session gone (op 0), ownership node gone or replaced (op 1), or another writer moved
         // the stream record (op 2): this broker no longer owns the topic. An unknown outcome is
         // treated the same way: nothing is confirmed on a guess.
-        NEREUS_LOG(broker_log(), warn, "stream CAS of {} rejected ({}): ownership lost, nothing "
-                   "more is confirmed", stream_key_,
-                   !r ? r.error().message()
-                      : "failed op " + std::to_string(r->failed_op.value_or(99)));
+        NEREUS_LOG(
+            broker_log(), warn,
+            "stream CAS of {} rejected ({}): ownership lost, nothing "
+            "more is confirmed",
+            stream_key_,
+            !r ? r.error().message() : "failed op " + std::to_string(r->failed_op.value_or(99)));
         fenced_ = true;
         fail_all(lock);
         return;

@@ -161,7 +161,8 @@ private:
     boost::asio::awaitable<void> handle_seek(const proto::frame_view& f);
     void handle_get_last_message_id(const proto::frame_view& f);
     boost::asio::awaitable<void> handle_get_last_message_id_compacted(const proto::frame_view& f);
-    void reply_last_message_id(std::uint64_t req, const consumer_state& st,
+    void reply_last_message_id(std::uint64_t req,
+                               const consumer_state& st,
                                const compacted_view* view);
     void handle_consumer_stats(const proto::frame_view& f);
     void handle_get_topics_of_namespace(const proto::frame_view& f);

@@ -11,8 +11,8 @@
 #include "nereus/ledger/records.h"
 #include "nereus/meta/make_store.h"
 #include "nereus/meta/rocksdb_store.h"
-#include "nereus/meta/zk_store.h"
 #include "nereus/meta/sync.h"
+#include "nereus/meta/zk_store.h"
 #include "nereus/objects/errc.h"
 #include "nereus/objects/fs_object_store.h"
 #include "nereus/proto/server_error.h"
@@ -993,8 +993,8 @@ private:
                 continue;
             }
             t->abandon();
-            NEREUS_LOG(broker_log(), warn, "topic lost: {} (ownership gone; nothing more confirmed)",
-                       n);
+            NEREUS_LOG(broker_log(), warn,
+                       "topic lost: {} (ownership gone; nothing more confirmed)", n);
             std::function<void(const std::string&)> h;
             {
                 std::lock_guard lock(lost_mu_);
@@ -1117,13 +1117,14 @@ private:
         so.owner_key = okey;
         so.owner_version = owner_version;
         so.streams = streams;
-        so.gate = std::make_shared<confirm_gate>(*meta_, session_, okey, owner_version,
-                                                 stream_key(name), stream_version,
-                                                 [this, name] { mark_lost(name); });
+        so.gate =
+            std::make_shared<confirm_gate>(*meta_, session_, okey, owner_version, stream_key(name),
+                                           stream_version, [this, name] { mark_lost(name); });
         auto t = std::make_shared<ledger_topic>(name, std::move(*l), streams.get(), std::move(so));
         topics_.emplace(name, t);
-        NEREUS_LOG(broker_log(), info, "topic claimed: {} (ownership node v{}, end {}, confirmed {})",
-                   name, owner_version, info.end, confirmed);
+        NEREUS_LOG(broker_log(), info,
+                   "topic claimed: {} (ownership node v{}, end {}, confirmed {})", name,
+                   owner_version, info.end, confirmed);
         return t;
     }
     bool is_closed() {
@@ -1143,8 +1144,8 @@ private:
     // ledger may still be referenced by cursor handles that read through it).
     std::vector<std::shared_ptr<storage::stream_store>> retired_streams_;  // guarded by mu_
     std::mutex lost_mu_;
-    std::vector<std::string> lost_;                              // guarded by lost_mu_
-    std::function<void(const std::string&)> lost_handler_;      // guarded by lost_mu_
+    std::vector<std::string> lost_;                         // guarded by lost_mu_
+    std::function<void(const std::string&)> lost_handler_;  // guarded by lost_mu_
     std::thread keeper_;
     std::thread retainer_;     // the periodic retention pass (retention_interval > 0)
     std::mutex retention_mu_;  // one pass at a time; close() and delete_topic() wait for it
@@ -1154,8 +1155,8 @@ private:
     mutable std::mutex mu_;
     bool closed_ = false;
     std::map<std::string, std::shared_ptr<ledger_topic>> topics_;
-    std::set<std::string> opening_;        // guarded by mu_: embedded opens in progress
-    std::condition_variable opened_cv_;    // an open ended, or close() began
+    std::set<std::string> opening_;      // guarded by mu_: embedded opens in progress
+    std::condition_variable opened_cv_;  // an open ended, or close() began
 };
 
 }  // namespace

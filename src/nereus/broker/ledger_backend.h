@@ -80,9 +80,9 @@ struct ledger_backend_options {
 
 // What one retention pass did.
 struct retention_pass_report {
-    std::size_t topics = 0;          // topics the pass ran on
-    std::uint64_t trimmed = 0;       // entries below the new first entries (logical)
-    std::size_t errors = 0;          // topics whose trim failed (logged; retried next pass)
+    std::size_t topics = 0;     // topics the pass ran on
+    std::uint64_t trimmed = 0;  // entries below the new first entries (logical)
+    std::size_t errors = 0;     // topics whose trim failed (logged; retried next pass)
 };
 
 class ledger_backend : public topic_backend {

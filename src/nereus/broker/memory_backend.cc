@@ -493,8 +493,8 @@ public:
     result<void> put_object(const std::string& name, std::span<const std::byte> bytes) override {
         std::lock_guard lock(mu_);
         auto [it, created] = objects_.try_emplace(name, bytes.begin(), bytes.end());
-        if (!created && !std::equal(it->second.begin(), it->second.end(), bytes.begin(),
-                                    bytes.end())) {
+        if (!created &&
+            !std::equal(it->second.begin(), it->second.end(), bytes.begin(), bytes.end())) {
             return nereus::error(proto::error_kind::metadata_failure);
         }
         return {};

@@ -19,7 +19,8 @@ struct broker_options {
     unsigned io_threads = 2;
     // Threads of the blocking pool (topic opens, subscription create/delete/seek, dispatch
     // cursor reads run there, never on an io thread).
-    unsigned blocking_threads = 16;  // mostly waiting for fsyncs: more overlap, larger group commits
+    unsigned blocking_threads =
+        16;  // mostly waiting for fsyncs: more overlap, larger group commits
     std::string server_version = "Nereus 0.1.0";
 
     // A connection must complete CONNECT within this, or it is closed.

@@ -49,7 +49,7 @@ struct server::impl {
 
     mutable std::mutex mu;
     std::list<std::weak_ptr<connection>> connections;  // guarded by mu
-    std::size_t prune_at = 64;                          // guarded by mu: see accept_loop
+    std::size_t prune_at = 64;                         // guarded by mu: see accept_loop
     bool started = false;
     bool stopped = false;
 };

@@ -77,8 +77,9 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
         }
         service = std::move(*made);
     }
-    NEREUS_LOG(broker_log(), info, "nereus standalone serving pulsar://{}:{} data-dir={} metadata={}",
-               o.bind_address, srv.port(), o.data_dir,
+    NEREUS_LOG(broker_log(), info,
+               "nereus standalone serving pulsar://{}:{} data-dir={} metadata={}", o.bind_address,
+               srv.port(), o.data_dir,
                o.metadata_url.empty() ? std::string("rocksdb (embedded)") : o.metadata_url);
     int sig = 0;
     while (sigwait(&stop_signals, &sig) != 0) {

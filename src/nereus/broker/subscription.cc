@@ -326,8 +326,7 @@ void subscription::give_back_view_claim(const view_claim& claim) {
 // the cursor cannot have acked them (is_acked says yes for anything below its mark-delete
 // position): they are delivered unfiltered. A read that stops below the read position (want
 // reached) leaves view_from_ at the next view entry, so the next read continues there.
-result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want,
-                                                              view_claim* claim) {
+result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want, view_claim* claim) {
     std::shared_ptr<topic_compaction> comp;
     {
         std::lock_guard lock(compacted_mu_);

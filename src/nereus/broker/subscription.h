@@ -101,8 +101,8 @@ struct ack_id {
 
 struct subscription_stats {
     std::uint64_t acks_applied = 0;
-    std::uint64_t acks_no_effect = 0;  // already acked / beyond the end / ignored cumulative
-    std::uint64_t acks_stale = 0;      // stale generation or ackStateEpoch (answered success)
+    std::uint64_t acks_no_effect = 0;       // already acked / beyond the end / ignored cumulative
+    std::uint64_t acks_stale = 0;           // stale generation or ackStateEpoch (answered success)
     std::uint64_t messages_dispatched = 0;  // messages (not entries) sent to consumers
     std::uint64_t bytes_dispatched = 0;     // stored entry bytes sent (each delivery counted)
     std::uint64_t redeliveries = 0;

@@ -78,8 +78,7 @@ result<producer_grant> topic::add_producer(std::optional<std::string> name,
             if (!producers_.empty()) {
                 g.token = next_token_++;
                 g.ready = false;
-                waiters_.push_back(
-                    {g.token, g.name, std::move(on_granted), std::move(on_closed)});
+                waiters_.push_back({g.token, g.name, std::move(on_granted), std::move(on_closed)});
                 return g;
             }
             break;
@@ -143,27 +142,26 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
     }
     // Stored inline in the store's append_callback (no allocation per message): 24 bytes
     // besides `done`, so the counts are two 32-bit halves (an entry is far below 4 GiB).
-    auto finish =
-        [self = shared_from_this(), done = std::move(done),
-         batch = std::max<std::uint32_t>(1, info.batch_size),
-         size = static_cast<std::uint32_t>(std::min<std::size_t>(entry.size(), UINT32_MAX))](
-            result<position> r) mutable {
-            const bool ok = r.has_value();
-            done(std::move(r));
-            if (ok) {
-                self->msg_in_ += batch;
-                self->bytes_in_ += size;
-                // Completions run on a storage thread: wake the dispatchers from an io
-                // thread, once per burst. The flag is cleared before the subscriptions are
-                // read, so an append completing after that posts a new wake-up.
-                if (!self->notify_posted_.exchange(true)) {
-                    boost::asio::post(self->ex_, [self] {
-                        self->notify_posted_.store(false);
-                        self->notify_subscriptions();
-                    });
-                }
+    auto finish = [self = shared_from_this(), done = std::move(done),
+                   batch = std::max<std::uint32_t>(1, info.batch_size),
+                   size = static_cast<std::uint32_t>(std::min<std::size_t>(
+                       entry.size(), UINT32_MAX))](result<position> r) mutable {
+        const bool ok = r.has_value();
+        done(std::move(r));
+        if (ok) {
+            self->msg_in_ += batch;
+            self->bytes_in_ += size;
+            // Completions run on a storage thread: wake the dispatchers from an io
+            // thread, once per burst. The flag is cleared before the subscriptions are
+            // read, so an append completing after that posts a new wake-up.
+            if (!self->notify_posted_.exchange(true)) {
+                boost::asio::post(self->ex_, [self] {
+                    self->notify_posted_.store(false);
+                    self->notify_subscriptions();
+                });
             }
-        };
+        }
+    };
     static_assert(append_callback::fits_inline<decltype(finish)>);
     store_->append(entry, info, std::move(finish));
 }

@@ -107,7 +107,9 @@ bool topic_compaction::trigger() {
         status_.last_error.clear();
     }
     auto self = shared_from_this();
-    auto job = [self] { (void)self->run_body(); };
+    auto job = [self] {
+        (void)self->run_body();
+    };
     if (pool_ != nullptr) {
         pool_->post(std::move(job));
     } else {

@@ -111,12 +111,12 @@ private:
 
     std::mutex load_mu_;  // serialises loading the record and snapshot (I/O); never under mu_
     mutable std::mutex mu_;
-    bool loaded_ = false;                          // guarded by mu_
-    std::shared_ptr<const compacted_view> view_;   // guarded by mu_
-    std::optional<record> record_;                 // guarded by mu_
-    compaction_status status_;                     // guarded by mu_
-    std::uint64_t last_removed_ = 0;               // guarded by mu_
-    std::int64_t last_success_ms_ = 0;             // guarded by mu_
+    bool loaded_ = false;                           // guarded by mu_
+    std::shared_ptr<const compacted_view> view_;    // guarded by mu_
+    std::optional<record> record_;                  // guarded by mu_
+    compaction_status status_;                      // guarded by mu_
+    std::uint64_t last_removed_ = 0;                // guarded by mu_
+    std::int64_t last_success_ms_ = 0;              // guarded by mu_
     std::function<result<void>()> before_publish_;  // guarded by mu_
 };
 

@@ -59,8 +59,7 @@ public:
     explicit client(client_options options = {});
     // Runs on `ex` (the application runs its io_context); the client uses a strand of it.
     client(executor_type ex, client_options options = {});
-    explicit client(std::shared_ptr<detail::client_impl> impl) noexcept
-        : impl_(std::move(impl)) {}
+    explicit client(std::shared_ptr<detail::client_impl> impl) noexcept : impl_(std::move(impl)) {}
 
     // The executor the client's state lives on (a strand).
     [[nodiscard]] executor_type get_executor() const noexcept;
@@ -99,7 +98,8 @@ public:
     auto create_reader(reader_options o, Token&& token) const {
         return asio::async_initiate<Token, void(result<reader>)>(
             [](auto h, std::shared_ptr<detail::client_impl> impl, reader_options opts) {
-                initiate_create_reader(impl, std::move(opts), detail::handler<reader>(std::move(h)));
+                initiate_create_reader(impl, std::move(opts),
+                                       detail::handler<reader>(std::move(h)));
             },
             token, impl_, std::move(o));
     }
@@ -161,9 +161,9 @@ private:
     static void initiate_get_partitions(const std::shared_ptr<detail::client_impl>& impl,
                                         std::string topic,
                                         detail::handler<std::vector<std::string>> h);
-    static void initiate_get_topics_of_namespace(
-        const std::shared_ptr<detail::client_impl>& impl, std::string ns,
-        detail::handler<std::vector<std::string>> h);
+    static void initiate_get_topics_of_namespace(const std::shared_ptr<detail::client_impl>& impl,
+                                                 std::string ns,
+                                                 detail::handler<std::vector<std::string>> h);
     static void initiate_close(const std::shared_ptr<detail::client_impl>& impl,
                                detail::handler<void> h);
 

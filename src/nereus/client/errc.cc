@@ -13,18 +13,30 @@ public:
     const char* name() const noexcept override { return "nereus.client"; }
     std::string message(int ev) const override {
         switch (static_cast<errc>(ev)) {
-            case errc::success: return "success";
-            case errc::timeout: return "operation timed out";
-            case errc::disconnected: return "connection to the broker lost";
-            case errc::closed: return "already closed";
-            case errc::producer_queue_full: return "producer pending queue is full";
-            case errc::lookup_failed: return "topic lookup failed";
-            case errc::invalid_argument: return "invalid argument";
-            case errc::message_too_big: return "message too big";
-            case errc::protocol_error: return "protocol error from the broker";
-            case errc::connect_failed: return "cannot connect to the broker";
-            case errc::not_supported: return "not supported by the broker";
-            case errc::unacked_id: return "message id not delivered to this consumer";
+            case errc::success:
+                return "success";
+            case errc::timeout:
+                return "operation timed out";
+            case errc::disconnected:
+                return "connection to the broker lost";
+            case errc::closed:
+                return "already closed";
+            case errc::producer_queue_full:
+                return "producer pending queue is full";
+            case errc::lookup_failed:
+                return "topic lookup failed";
+            case errc::invalid_argument:
+                return "invalid argument";
+            case errc::message_too_big:
+                return "message too big";
+            case errc::protocol_error:
+                return "protocol error from the broker";
+            case errc::connect_failed:
+                return "cannot connect to the broker";
+            case errc::not_supported:
+                return "not supported by the broker";
+            case errc::unacked_id:
+                return "message id not delivered to this consumer";
         }
         return "unknown nereus.client error " + std::to_string(ev);
     }

@@ -20,17 +20,17 @@ namespace nereus::client {
 
 enum class errc {
     success = 0,
-    timeout,               // the operation timeout (or a send timeout) elapsed
-    disconnected,          // the connection was lost while the request was in flight
-    closed,                // the handle (client, producer, consumer, reader) is closed
-    producer_queue_full,   // pending-message limit reached with queue_full_policy::fail
-    lookup_failed,         // topic lookup gave no usable broker (bad URL, too many redirects)
-    invalid_argument,      // a bad option or argument (empty topic, unknown service URL, ...)
-    message_too_big,       // a message (after compression) above the broker's max size
-    protocol_error,        // the broker sent something that violates the protocol
-    connect_failed,        // TCP connect or CONNECT/CONNECTED handshake failed
-    not_supported,         // the broker's protocol version lacks a needed feature
-    unacked_id,            // ack/nack of a message id this consumer was never given
+    timeout,              // the operation timeout (or a send timeout) elapsed
+    disconnected,         // the connection was lost while the request was in flight
+    closed,               // the handle (client, producer, consumer, reader) is closed
+    producer_queue_full,  // pending-message limit reached with queue_full_policy::fail
+    lookup_failed,        // topic lookup gave no usable broker (bad URL, too many redirects)
+    invalid_argument,     // a bad option or argument (empty topic, unknown service URL, ...)
+    message_too_big,      // a message (after compression) above the broker's max size
+    protocol_error,       // the broker sent something that violates the protocol
+    connect_failed,       // TCP connect or CONNECT/CONNECTED handshake failed
+    not_supported,        // the broker's protocol version lacks a needed feature
+    unacked_id,           // ack/nack of a message id this consumer was never given
 };
 
 const std::error_category& client_category() noexcept;

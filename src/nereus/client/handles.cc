@@ -49,8 +49,7 @@ void spawn_on(const std::shared_ptr<Impl>& impl, detail::handler<T> h, Co co) {
 
 // ---- client ----
 
-client::client(client_options options)
-    : impl_(std::make_shared<client_impl>(std::move(options))) {
+client::client(client_options options) : impl_(std::make_shared<client_impl>(std::move(options))) {
     impl_->start();
 }
 
@@ -59,8 +58,12 @@ client::client(executor_type ex, client_options options)
     impl_->start();
 }
 
-client::executor_type client::get_executor() const noexcept { return impl_->strand(); }
-const client_options& client::options() const noexcept { return impl_->options(); }
+client::executor_type client::get_executor() const noexcept {
+    return impl_->strand();
+}
+const client_options& client::options() const noexcept {
+    return impl_->options();
+}
 std::optional<std::uint32_t> client::max_message_size() const noexcept {
     const auto m = impl_ ? impl_->announced_max_message_size() : 0;
     if (m == 0) {
@@ -181,15 +184,19 @@ void client::initiate_get_topics_of_namespace(const std::shared_ptr<client_impl>
 void client::initiate_close(const std::shared_ptr<client_impl>& impl, detail::handler<void> h) {
     auto co = [](std::shared_ptr<client_impl> c) -> asio::awaitable<result<void>> {
         auto co_result_ = co_await c->close_all();
-    co_return co_result_;
+        co_return co_result_;
     };
     detail::spawn_op<void>(impl, co(impl), std::move(h));
 }
 
 // ---- producer ----
 
-const std::string& producer::topic() const noexcept { return impl_ ? impl_->topic() : empty; }
-const std::string& producer::name() const noexcept { return impl_ ? impl_->name() : empty; }
+const std::string& producer::topic() const noexcept {
+    return impl_ ? impl_->topic() : empty;
+}
+const std::string& producer::name() const noexcept {
+    return impl_ ? impl_->name() : empty;
+}
 std::int64_t producer::last_sequence_id() const noexcept {
     return impl_ ? impl_->last_sequence_id() : -1;
 }
@@ -197,10 +204,11 @@ std::int64_t producer::last_sequence_id() const noexcept {
 void producer::initiate_send(const std::shared_ptr<producer_impl>& impl,
                              outgoing_message m,
                              detail::handler<message_id> h) {
-    on_strand<message_id>(impl, std::move(h),
-                          [m = std::move(m)](producer_impl& p, completion<message_id> done) mutable {
-                              p.send(std::move(m), std::move(done));
-                          });
+    on_strand<message_id>(
+        impl, std::move(h),
+        [m = std::move(m)](producer_impl& p, completion<message_id> done) mutable {
+            p.send(std::move(m), std::move(done));
+        });
 }
 
 void producer::initiate_flush(const std::shared_ptr<producer_impl>& impl, detail::handler<void> h) {

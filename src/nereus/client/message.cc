@@ -18,8 +18,12 @@ std::string message_id::to_string() const {
     return fmt::format("{}:{}:{}:{}", ledger, entry, partition, batch_index);
 }
 
-const message_id& message::id() const noexcept { return data_ ? data_->id : no_id; }
-const std::string& message::topic() const noexcept { return data_ ? data_->topic : empty_string; }
+const message_id& message::id() const noexcept {
+    return data_ ? data_->id : no_id;
+}
+const std::string& message::topic() const noexcept {
+    return data_ ? data_->topic : empty_string;
+}
 std::span<const std::byte> message::payload() const noexcept {
     return data_ ? std::span<const std::byte>(data_->payload) : std::span<const std::byte>{};
 }
@@ -27,8 +31,12 @@ std::string_view message::payload_text() const noexcept {
     auto p = payload();
     return {reinterpret_cast<const char*>(p.data()), p.size()};
 }
-bool message::has_key() const noexcept { return data_ && data_->has_key; }
-const std::string& message::key() const noexcept { return data_ ? data_->key : empty_string; }
+bool message::has_key() const noexcept {
+    return data_ && data_->has_key;
+}
+const std::string& message::key() const noexcept {
+    return data_ ? data_->key : empty_string;
+}
 const std::string& message::ordering_key() const noexcept {
     return data_ ? data_->ordering_key : empty_string;
 }
@@ -43,14 +51,18 @@ std::optional<std::string_view> message::property_value(std::string_view name) c
     }
     return std::nullopt;
 }
-system_time message::publish_time() const noexcept { return data_ ? data_->publish_time : system_time{}; }
+system_time message::publish_time() const noexcept {
+    return data_ ? data_->publish_time : system_time{};
+}
 std::optional<system_time> message::event_time() const noexcept {
     return data_ ? data_->event_time : std::nullopt;
 }
 const std::string& message::producer_name() const noexcept {
     return data_ ? data_->producer_name : empty_string;
 }
-std::uint64_t message::sequence_id() const noexcept { return data_ ? data_->sequence_id : 0; }
+std::uint64_t message::sequence_id() const noexcept {
+    return data_ ? data_->sequence_id : 0;
+}
 std::uint32_t message::redelivery_count() const noexcept {
     return data_ ? data_->redelivery_count : 0;
 }

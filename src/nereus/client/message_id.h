@@ -24,15 +24,11 @@ struct message_id {
     // The position before the first message ("earliest": ledger = entry = -1).
     static constexpr message_id earliest() noexcept { return {-1, -1, -1, -1, 0}; }
     // The position after the last message ("latest": ledger = entry = INT64_MAX).
-    static constexpr message_id latest() noexcept {
-        return {INT64_MAX, INT64_MAX, -1, -1, 0};
-    }
+    static constexpr message_id latest() noexcept { return {INT64_MAX, INT64_MAX, -1, -1, 0}; }
 
     [[nodiscard]] bool is_batched() const noexcept { return batch_index >= 0; }
     // The same entry, without the batch index (the id a whole-entry ack uses).
-    [[nodiscard]] message_id entry_id() const noexcept {
-        return {ledger, entry, partition, -1, 0};
-    }
+    [[nodiscard]] message_id entry_id() const noexcept { return {ledger, entry, partition, -1, 0}; }
 
     // "ledger:entry:partition:batch_index", as Pulsar's clients print ids.
     [[nodiscard]] std::string to_string() const;
@@ -42,8 +38,10 @@ struct message_id {
                a.batch_index == b.batch_index;
     }
     friend std::strong_ordering operator<=>(const message_id& a, const message_id& b) noexcept {
-        if (auto c = a.ledger <=> b.ledger; c != 0) return c;
-        if (auto c = a.entry <=> b.entry; c != 0) return c;
+        if (auto c = a.ledger <=> b.ledger; c != 0)
+            return c;
+        if (auto c = a.entry <=> b.entry; c != 0)
+            return c;
         return a.batch_index <=> b.batch_index;
     }
 };

@@ -4,8 +4,8 @@
 // Pulsar's defaults (the Java client's, unless a line says otherwise); copied in at creation.
 // Thread-safety: thread-compatible values.
 
-#include "nereus/client/message_id.h"
 #include "nereus/client/message.h"
+#include "nereus/client/message_id.h"
 
 #include <chrono>
 #include <cstdint>
@@ -78,7 +78,12 @@ struct producer_options {
 
 // ---- consumer ----
 
-enum class subscription_type : std::int32_t { exclusive = 0, shared = 1, failover = 2, key_shared = 3 };
+enum class subscription_type : std::int32_t {
+    exclusive = 0,
+    shared = 1,
+    failover = 2,
+    key_shared = 3
+};
 
 enum class initial_position : std::int32_t { latest = 0, earliest = 1 };
 
@@ -136,7 +141,7 @@ struct reader_options {
     message_id start_message_id = message_id::earliest();
     bool start_inclusive = false;  // also deliver the message at start_message_id
     std::uint32_t receiver_queue_size = 1000;
-    std::string reader_name;  // empty: a generated one
+    std::string reader_name;      // empty: a generated one
     bool read_compacted = false;  // as consumer_options::read_compacted
 };
 

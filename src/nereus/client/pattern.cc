@@ -18,31 +18,37 @@ bool literal(std::string_view s) {
 }
 
 std::string with_domain(std::string name) {
-    if (!name.starts_with(persistent)) name = std::string(persistent) + name;
+    if (!name.starts_with(persistent))
+        name = std::string(persistent) + name;
     return name;
 }
 
 }  // namespace
 
 result<std::string> pattern_namespace(std::string_view pattern) {
-    if (!pattern.starts_with(persistent)) return error(errc::invalid_argument);
+    if (!pattern.starts_with(persistent))
+        return error(errc::invalid_argument);
     const auto rest = pattern.substr(persistent.size());
     const auto a = rest.find('/');
-    if (a == std::string_view::npos) return error(errc::invalid_argument);
+    if (a == std::string_view::npos)
+        return error(errc::invalid_argument);
     const auto b = rest.find('/', a + 1);
-    if (b == std::string_view::npos) return error(errc::invalid_argument);
+    if (b == std::string_view::npos)
+        return error(errc::invalid_argument);
     const auto tenant = rest.substr(0, a);
     const auto ns = rest.substr(a + 1, b - a - 1);
-    if (!literal(tenant) || !literal(ns)) return error(errc::invalid_argument);
+    if (!literal(tenant) || !literal(ns))
+        return error(errc::invalid_argument);
     return std::string(rest.substr(0, b));
 }
 
 std::string partitioned_topic_of(std::string_view t) {
     const auto at = t.rfind("-partition-");
-    if (at == std::string_view::npos) return std::string(t);
+    if (at == std::string_view::npos)
+        return std::string(t);
     const auto digits = t.substr(at + 11);
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
-                                       [](char c) { return c >= '0' && c <= '9'; })) {
+    if (digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         return std::string(t);
     }
     return std::string(t.substr(0, at));
@@ -50,7 +56,8 @@ std::string partitioned_topic_of(std::string_view t) {
 
 result<topic_pattern> topic_pattern::compile(std::string_view pattern) {
     auto ns = pattern_namespace(pattern);
-    if (!ns) return error(ns.error());
+    if (!ns)
+        return error(ns.error());
     topic_pattern p;
     p.pattern_ = std::string(pattern);
     p.ns_ = std::move(*ns);
@@ -77,8 +84,10 @@ result<std::vector<std::string>> matching_topics(std::string_view pattern,
     std::vector<std::string> out;
     for (const auto& t : listed) {
         std::string name = with_domain(partitioned_topic_of(t));
-        if (std::find(out.begin(), out.end(), name) != out.end()) continue;
-        if (std::regex_match(name, re)) out.push_back(std::move(name));
+        if (std::find(out.begin(), out.end(), name) != out.end())
+            continue;
+        if (std::regex_match(name, re))
+            out.push_back(std::move(name));
     }
     return out;
 }

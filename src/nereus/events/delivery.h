@@ -38,7 +38,8 @@ enum class delivery_kind { snapshot, event };
 
 inline constexpr std::uint64_t sequence_stride = 1u << 16;  // messages per entry, at most
 
-inline constexpr std::uint64_t sequence_of(std::uint64_t entry, std::uint32_t batch_index) noexcept {
+inline constexpr std::uint64_t sequence_of(std::uint64_t entry,
+                                           std::uint32_t batch_index) noexcept {
     return (entry + 1) * sequence_stride + batch_index;
 }
 // The entry of a sequence (-1 for the barrier of an empty partition).
@@ -56,7 +57,7 @@ struct delivery {
     bool resnapshot = false;  // SNAPSHOT of an epoch started by expiry_policy::resnapshot
     std::string format;       // the message's format tag ("" when it carries none)
     std::vector<std::byte> bytes;
-    bool admitted = false;    // format == the policy's admitted tag
+    bool admitted = false;  // format == the policy's admitted tag
 
     // The payload; errc::unadmitted_format unless the message is in the admitted format.
     [[nodiscard]] result<std::span<const std::byte>> payload() const {
@@ -76,7 +77,7 @@ struct page {
     cursor through;
     bool snapshot_complete = false;  // the last SNAPSHOT page of the epoch
     std::uint64_t epoch = 0;
-    bool resnapshot = false;         // a SNAPSHOT page of an epoch started by expiry
+    bool resnapshot = false;  // a SNAPSHOT page of an epoch started by expiry
     // On the snapshot_complete page: every partition's barrier cursor (what
     // projection_repository::replace_atomically takes). The last SNAPSHOT page may be empty.
     std::vector<cursor> barriers;

@@ -22,13 +22,13 @@ enum class errc {
     unknown_policy,     // registration names a policy that was not declared
     not_registered,     // the subscription value was not registered in this host
     resume_needs_durable_store,  // RESUME registered with a projection store that is not durable
-    ack_beyond_delivered,  // ack(through) names no delivered (leased) page end
-    ack_behind_committed,  // ack(through) is at or below the committed cursor (new ackId)
-    lease_lost,         // the page's lease expired and was taken by another holder
-    conflict,           // the broker state record kept changing (CAS retries exhausted)
-    ownership_denied,   // exclusive ownership: another process holds the subscription
-    fenced,             // exclusive ownership: a newer owner fenced this one
-    broker,             // the broker / admin API answered with an error (logged)
+    ack_beyond_delivered,        // ack(through) names no delivered (leased) page end
+    ack_behind_committed,        // ack(through) is at or below the committed cursor (new ackId)
+    lease_lost,                  // the page's lease expired and was taken by another holder
+    conflict,                    // the broker state record kept changing (CAS retries exhausted)
+    ownership_denied,            // exclusive ownership: another process holds the subscription
+    fenced,                      // exclusive ownership: a newer owner fenced this one
+    broker,                      // the broker / admin API answered with an error (logged)
 };
 
 const std::error_category& events_category() noexcept;

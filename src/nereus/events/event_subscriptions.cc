@@ -6,9 +6,9 @@
 #include "nereus/events/logger.h"
 #include "nereus/events/state_record.h"
 
+#include <algorithm>
 #include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
-#include <algorithm>
 #include <charconv>
 #include <deque>
 #include <future>
@@ -39,8 +39,8 @@ std::string default_holder() {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     std::random_device rd;
-    std::string h = std::string(host) + "-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(rd() % 1000000);
+    std::string h =
+        std::string(host) + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
     std::replace(h.begin(), h.end(), ',', '_');
     return h;
 }
@@ -93,7 +93,9 @@ bool last_of_entry(const client::message& m) {
     return id.batch_index < 0 || id.batch_index + 1 >= id.batch_size;
 }
 
-std::int64_t msg_entry(const client::message& m) { return m.id().entry; }
+std::int64_t msg_entry(const client::message& m) {
+    return m.id().entry;
+}
 
 // One reader of one source partition in this process (a read-ahead buffer; never state).
 struct part_reader {
@@ -111,9 +113,9 @@ struct part_reader {
 struct stats_info {
     std::int64_t ledger = -1;
     std::int64_t first_entry = 0;
-    std::int64_t horizon = -1;                  // compaction horizon entry (-1: no view)
-    std::int64_t view_entries = -1;             // entries in the compacted view (-1: none)
-    std::optional<std::int64_t> mark_delete;    // of the source subscription (nullopt: absent)
+    std::int64_t horizon = -1;                // compaction horizon entry (-1: no view)
+    std::int64_t view_entries = -1;           // entries in the compacted view (-1: none)
+    std::optional<std::int64_t> mark_delete;  // of the source subscription (nullopt: absent)
 };
 
 }  // namespace
@@ -142,7 +144,7 @@ struct event_subscriptions::impl {
     impl(host_options o, std::unique_ptr<detail::admin_http> h)
         : opts(std::move(o)),
           cl(client::client_options{.service_url = opts.service_url,
-                                     .operation_timeout = opts.operation_timeout}),
+                                    .operation_timeout = opts.operation_timeout}),
           http(std::move(h)) {}
 
     // ---- plumbing ----
@@ -214,7 +216,8 @@ struct event_subscriptions::impl {
             return st;  // topic not created yet
         }
         const auto& o = v->as_object();
-        if (const auto* ls = o.if_contains("ledgers"); ls && ls->is_array() && !ls->as_array().empty()) {
+        if (const auto* ls = o.if_contains("ledgers");
+            ls && ls->is_array() && !ls->as_array().empty()) {
             const auto& l = ls->as_array()[0].as_object();
             if (const auto* x = l.if_contains("ledgerId")) {
                 st.ledger = json_int(*x, -1);
@@ -274,7 +277,9 @@ struct event_subscriptions::impl {
 
     // Writes `next` over the record read at `expected_version`: true when written, false on a
     // CAS conflict. errc::timeout: the outcome is unknown.
-    result<bool> write_state(const sub_state& s, state_record next, std::uint64_t expected_version,
+    result<bool> write_state(const sub_state& s,
+                             state_record next,
+                             std::uint64_t expected_version,
                              deadline_t deadline) {
         next.version = expected_version + 1;
         json::object o;
@@ -306,8 +311,11 @@ struct event_subscriptions::impl {
 
     // ---- source readers ----
 
-    result<void> position_reader(sub_state& s, std::uint32_t p, bool compacted,
-                                 std::int64_t from, const state_record& rec,
+    result<void> position_reader(sub_state& s,
+                                 std::uint32_t p,
+                                 bool compacted,
+                                 std::int64_t from,
+                                 const state_record& rec,
                                  deadline_t deadline) {
         auto& pr = s.readers[p];
         if (pr.r.valid() && pr.compacted == compacted && pr.lowest() <= from) {
@@ -334,8 +342,9 @@ struct event_subscriptions::impl {
         auto f = cl.create_reader(ro, asio::use_future);
         auto r = wait(f, deadline);
         if (!r) {
-            return error(r.error() == make_error_code(errc::timeout) ? r.error()
-                                                                      : make_error_code(errc::broker));
+            return error(r.error() == make_error_code(errc::timeout)
+                             ? r.error()
+                             : make_error_code(errc::broker));
         }
         pr.r = *r;
         pr.compacted = compacted;
@@ -374,8 +383,12 @@ struct event_subscriptions::impl {
 
     // Peeks up to `max` messages with entries in [from, limit], ending at an entry boundary.
     // `exhausted`: the reader had nothing more (or the next message is beyond `limit`).
-    result<std::size_t> collect(part_reader& pr, std::int64_t from, std::int64_t limit,
-                                std::size_t max, deadline_t deadline, bool& exhausted) {
+    result<std::size_t> collect(part_reader& pr,
+                                std::int64_t from,
+                                std::int64_t limit,
+                                std::size_t max,
+                                deadline_t deadline,
+                                bool& exhausted) {
         exhausted = false;
         std::size_t n = 0;
         std::int64_t last = -1;
@@ -423,8 +436,11 @@ struct event_subscriptions::impl {
         return n;
     }
 
-    delivery to_delivery(const sub_state& s, const client::message& m, std::uint32_t p,
-                         const state_record& rec, delivery_kind kind) {
+    delivery to_delivery(const sub_state& s,
+                         const client::message& m,
+                         std::uint32_t p,
+                         const state_record& rec,
+                         delivery_kind kind) {
         delivery d;
         d.kind = kind;
         d.at = cursor{p, rec.epoch,
@@ -437,8 +453,8 @@ struct event_subscriptions::impl {
             d.format = std::string(*f);
         }
         d.bytes.assign(payload.begin(), payload.end());
-        d.admitted = m.has_key() && (d.op.what == operation::kind::remove ||
-                                     d.format == s.pol.format.tag());
+        d.admitted =
+            m.has_key() && (d.op.what == operation::kind::remove || d.format == s.pol.format.tag());
         d.resnapshot = kind == delivery_kind::snapshot && rec.resnapshot;
         return d;
     }
@@ -493,7 +509,9 @@ struct event_subscriptions::impl {
     // from earliest, doc/compaction.md); this guard checks it: count the view entries a reader
     // gets up to the horizon; fewer than the view holds is an error (errc::broker), never a
     // partial image.
-    result<void> verify_view_readable(const sub_state& s, std::uint32_t p, const stats_info& st,
+    result<void> verify_view_readable(const sub_state& s,
+                                      std::uint32_t p,
+                                      const stats_info& st,
                                       deadline_t deadline) {
         if (st.first_entry <= 0 || st.view_entries <= 0 || st.horizon < 0) {
             return {};
@@ -506,7 +524,8 @@ struct event_subscriptions::impl {
         auto f = cl.create_reader(ro, asio::use_future);
         auto r = wait(f, deadline);
         if (!r) {
-            return error(r.error() == make_error_code(errc::timeout) ? errc::timeout : errc::broker);
+            return error(r.error() == make_error_code(errc::timeout) ? errc::timeout
+                                                                     : errc::broker);
         }
         auto rd = *r;
         auto done = [&rd](result<void> out) {
@@ -609,10 +628,10 @@ struct event_subscriptions::impl {
             info.epoch = next.epoch;
             info.resnapshot = resnapshot;
             for (std::uint32_t p = 0; p < n; ++p) {
-                info.barriers.push_back(
-                    next.barrier[p] >= 0
-                        ? std::optional<cursor>(cursor{p, next.epoch, barrier_sequence(next.barrier[p])})
-                        : std::nullopt);
+                info.barriers.push_back(next.barrier[p] >= 0
+                                            ? std::optional<cursor>(cursor{
+                                                  p, next.epoch, barrier_sequence(next.barrier[p])})
+                                            : std::nullopt);
             }
             // 4. Release the history the view covers (mark-delete := barrier).
             for (std::uint32_t p = 0; p < n; ++p) {
@@ -632,12 +651,15 @@ struct event_subscriptions::impl {
         return error(errc::conflict);
     }
 
-    result<void> move_source_cursor(const sub_state& s, const state_record& rec,
-                                    std::uint32_t p, deadline_t deadline) {
+    result<void> move_source_cursor(const sub_state& s,
+                                    const state_record& rec,
+                                    std::uint32_t p,
+                                    deadline_t deadline) {
         const auto held = rec.held_entry(p);
-        std::string body = held < 0 ? std::string(R"({"ledgerId":-1,"entryId":-1})")
-                                    : fmt::format(R"({{"ledgerId":{},"entryId":{},"isExcluded":true}})",
-                                                  rec.ledger[p], held);
+        std::string body = held < 0
+                               ? std::string(R"({"ledgerId":-1,"entryId":-1})")
+                               : fmt::format(R"({{"ledgerId":{},"entryId":{},"isExcluded":true}})",
+                                             rec.ledger[p], held);
         auto r = admin_write("POST",
                              admin_path(s.partitions[p]) + "/subscription/" +
                                  detail::url_encode(s.source_sub) + "/resetcursor",
@@ -690,8 +712,11 @@ struct event_subscriptions::impl {
 
     // ---- poll ----
 
-    result<std::optional<page>> snapshot_poll(sub_state& s, state_record& rec, std::size_t max,
-                                              deadline_t wait_until, deadline_t deadline) {
+    result<std::optional<page>> snapshot_poll(sub_state& s,
+                                              state_record& rec,
+                                              std::size_t max,
+                                              deadline_t wait_until,
+                                              deadline_t deadline) {
         const auto now = now_ms();
         if (rec.snap_holder != opts.holder_id) {
             if (!rec.snap_holder.empty() && rec.snap_expiry_ms > now) {
@@ -747,8 +772,12 @@ struct event_subscriptions::impl {
         return std::optional<page>(std::move(pg));
     }
 
-    result<std::optional<page>> event_poll(sub_state& s, state_record& rec, std::size_t max,
-                                           deadline_t wait_until, deadline_t deadline, bool& gap) {
+    result<std::optional<page>> event_poll(sub_state& s,
+                                           state_record& rec,
+                                           std::size_t max,
+                                           deadline_t wait_until,
+                                           deadline_t deadline,
+                                           bool& gap) {
         const auto now = now_ms();
         page pg;
         pg.kind = delivery_kind::event;
@@ -778,8 +807,9 @@ struct event_subscriptions::impl {
             NEREUS_TRY(position_reader(s, p, false, from, rec, deadline));
             auto& pr = s.readers[p];
             bool exhausted = false;
-            auto n = collect(pr, from, l.through_entry, std::numeric_limits<std::size_t>::max(),
-                             std::max(wait_until, std::chrono::steady_clock::now() + 1s), exhausted);
+            auto n =
+                collect(pr, from, l.through_entry, std::numeric_limits<std::size_t>::max(),
+                        std::max(wait_until, std::chrono::steady_clock::now() + 1s), exhausted);
             if (!n) {
                 return error(n.error());
             }
@@ -923,7 +953,8 @@ struct event_subscriptions::impl {
             if (pg->kind == delivery_kind::event) {
                 // The page is leased: its messages leave the read-ahead buffer.
                 auto& pr = s.readers[pg->through.partition];
-                while (!pr.buf.empty() && msg_entry(pr.buf.front()) <= entry_of(pg->through.sequence)) {
+                while (!pr.buf.empty() &&
+                       msg_entry(pr.buf.front()) <= entry_of(pg->through.sequence)) {
                     pr.buf.pop_front();
                 }
             }
@@ -933,8 +964,11 @@ struct event_subscriptions::impl {
 
     // ---- ack ----
 
-    result<ack_result> ack_locked(sub_state& s, std::string_view ack_id, const cursor& through,
-                                  std::chrono::milliseconds lease, deadline_t deadline) {
+    result<ack_result> ack_locked(sub_state& s,
+                                  std::string_view ack_id,
+                                  const cursor& through,
+                                  std::chrono::milliseconds lease,
+                                  deadline_t deadline) {
         for (int attempt = 0; attempt < max_cas_attempts; ++attempt) {
             auto rec = read_state(s, deadline);
             if (!rec) {
@@ -944,8 +978,8 @@ struct event_subscriptions::impl {
                 return error(errc::not_bootstrapped);
             }
             if (auto it = rec->ack_ids.find(std::string(ack_id)); it != rec->ack_ids.end()) {
-                return ack_result{cursor{it->second.partition, it->second.epoch, it->second.sequence},
-                                  true};
+                return ack_result{
+                    cursor{it->second.partition, it->second.epoch, it->second.sequence}, true};
             }
             NEREUS_TRY(check_owner(s, *rec));
             if (through.epoch != rec->epoch) {
@@ -969,7 +1003,8 @@ struct event_subscriptions::impl {
                     }
                 } else {
                     const auto e = entry_of(through.sequence);
-                    if (through.partition >= rec->partitions || e > rec->barrier[through.partition] ||
+                    if (through.partition >= rec->partitions ||
+                        e > rec->barrier[through.partition] ||
                         through.partition > rec->snap_pos_partition) {
                         return error(errc::ack_beyond_delivered);
                     }
@@ -1025,8 +1060,8 @@ struct event_subscriptions::impl {
                     rec->snap_expiry_ms = now + lease.count();
                 }
             }
-            rec->ack_ids[std::string(ack_id)] =
-                detail::ack_record{through.partition, through.epoch, through.sequence, ++rec->ack_order};
+            rec->ack_ids[std::string(ack_id)] = detail::ack_record{
+                through.partition, through.epoch, through.sequence, ++rec->ack_order};
             rec->trim_ack_ids();
             auto w = write_state(s, *rec, version, deadline);
             if (!w) {
@@ -1051,10 +1086,9 @@ struct event_subscriptions::impl {
 
     result<void> ensure_metadata(sub_state& s, deadline_t deadline) {
         NEREUS_TRY(admin_write("PUT", admin_path(s.meta_topic), {}, deadline));
-        NEREUS_TRY(admin_write("PUT",
-                               admin_path(s.meta_topic) + "/subscription/" +
-                                   detail::url_encode(s.state_sub),
-                               {}, deadline));
+        NEREUS_TRY(admin_write(
+            "PUT", admin_path(s.meta_topic) + "/subscription/" + detail::url_encode(s.state_sub),
+            {}, deadline));
         return {};
     }
 
@@ -1132,7 +1166,9 @@ result<std::unique_ptr<event_subscriptions>> event_subscriptions::open(host_opti
         new event_subscriptions(std::make_unique<impl>(std::move(o), std::move(*h))));
 }
 
-const std::string& event_subscriptions::holder_id() const noexcept { return impl_->opts.holder_id; }
+const std::string& event_subscriptions::holder_id() const noexcept {
+    return impl_->opts.holder_id;
+}
 
 const registration* event_subscriptions::find_registration(std::string_view subscription) const {
     std::lock_guard lock(impl_->mu);
@@ -1177,7 +1213,7 @@ result<void> event_subscriptions::register_subscription(const registration& r,
         auto parts = m.wait(f, deadline);
         if (!parts) {
             return error(parts.error() == make_error_code(errc::timeout) ? errc::timeout
-                                                                          : errc::broker);
+                                                                         : errc::broker);
         }
         s.partitions = std::move(*parts);
     }
@@ -1282,9 +1318,9 @@ result<subscription_position> event_subscriptions::position(std::string_view sub
     pos.snapshot_complete = rec->snap_done;
     pos.leased_pages = rec->leases.size() + (rec->snap_done || rec->snap_holder.empty() ? 0 : 1);
     for (std::uint32_t p = 0; p < rec->partitions; ++p) {
-        pos.committed.push_back(rec->committed[p]
-                                    ? std::optional<cursor>(cursor{p, rec->epoch, *rec->committed[p]})
-                                    : std::nullopt);
+        pos.committed.push_back(
+            rec->committed[p] ? std::optional<cursor>(cursor{p, rec->epoch, *rec->committed[p]})
+                              : std::nullopt);
     }
     return pos;
 }

@@ -40,10 +40,10 @@
 // returns the same SNAPSHOT page until it is acked. EVENT pages: under the policy's default
 // lease_order::per_partition at most one page per partition is leased at a time (the next one
 // after the previous was acked; an expired page before anything later), so a projection's
-// apply_once sees each partition in order; `unordered` leases pages independently. Expiry (the source subscription was deleted, its
-// cursor moved past the committed one, or the history after it was trimmed): STOP → every
-// poll/ack is errc::expired; RESNAPSHOT → a new epoch whose SNAPSHOT deliveries are marked.
-// A timeout (errc::timeout) says nothing about expiry and changes nothing.
+// apply_once sees each partition in order; `unordered` leases pages independently. Expiry (the
+// source subscription was deleted, its cursor moved past the committed one, or the history after it
+// was trimmed): STOP → every poll/ack is errc::expired; RESNAPSHOT → a new epoch whose SNAPSHOT
+// deliveries are marked. A timeout (errc::timeout) says nothing about expiry and changes nothing.
 //
 // Ownership: owns its client connection and readers. Thread-safety: thread-safe; calls are
 //   serialised per instance (one mutex). Blocking: every call blocks the calling thread until

@@ -15,8 +15,11 @@ using namespace std::chrono_literals;
 
 // Acks `pg`, repeating the same ack id while the outcome is unknown (a lost reply is then
 // confirmed by the repeat, without running the handler again).
-result<void> ack_page(event_subscriptions& subs, const std::string& subscription, const page& pg,
-                      std::uint64_t n, const run_options& o) {
+result<void> ack_page(event_subscriptions& subs,
+                      const std::string& subscription,
+                      const page& pg,
+                      std::uint64_t n,
+                      const run_options& o) {
     const std::string ack_id = subs.holder_id() + "-" + std::to_string(pg.epoch) + "-" +
                                std::to_string(pg.through.partition) + "-" +
                                std::to_string(pg.through.sequence) + "-" + std::to_string(n);
@@ -34,8 +37,10 @@ result<void> ack_page(event_subscriptions& subs, const std::string& subscription
 }
 
 template <class Work>
-result<run_report> run_loop(event_subscriptions& subs, const std::string& subscription,
-                            const run_options& o, Work work) {
+result<run_report> run_loop(event_subscriptions& subs,
+                            const std::string& subscription,
+                            const run_options& o,
+                            Work work) {
     run_report rep;
     std::uint32_t idle = 0;
     std::uint64_t n = 0;

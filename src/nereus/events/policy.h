@@ -30,9 +30,9 @@ enum class expiry_policy {
 
 // Several processes sharing one subscription value.
 enum class ownership {
-    shared_leases,    // at-least-once: each poll leases a page; an expired lease is re-leased
-    exclusive_fenced, // one owner at a time (a Pulsar Exclusive consumer holds the claim); a
-                      // second process gets errc::ownership_denied; every state write is fenced
+    shared_leases,     // at-least-once: each poll leases a page; an expired lease is re-leased
+    exclusive_fenced,  // one owner at a time (a Pulsar Exclusive consumer holds the claim); a
+                       // second process gets errc::ownership_denied; every state write is fenced
 };
 
 // The only payloads that decode: messages carrying the property `format_property` with the

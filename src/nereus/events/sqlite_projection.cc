@@ -1,7 +1,7 @@
 #include "nereus/events/sqlite_projection.h"
 
-#include "nereus/events/logger.h"
 #include "nereus/events/errc.h"
+#include "nereus/events/logger.h"
 
 #include <set>
 #include <sqlite3.h>
@@ -112,7 +112,8 @@ result<std::vector<row>> sqlite_projection::rows() const {
         row r;
         r.key = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
         const auto* v = static_cast<const char*>(sqlite3_column_blob(s.get(), 1));
-        r.value.assign(v != nullptr ? v : "", static_cast<std::size_t>(sqlite3_column_bytes(s.get(), 1)));
+        r.value.assign(v != nullptr ? v : "",
+                       static_cast<std::size_t>(sqlite3_column_bytes(s.get(), 1)));
         out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) {

@@ -121,8 +121,8 @@ std::map<std::string, std::string> encode(const state_record& s) {
     }
     for (const auto& [k, l] : s.leases) {
         m[pk2("lease.", k.first, k.second)] = std::to_string(l.through_entry) + "," +
-                                               std::to_string(l.through_seq) + "," + l.holder +
-                                               "," + std::to_string(l.expiry_ms);
+                                              std::to_string(l.through_seq) + "," + l.holder + "," +
+                                              std::to_string(l.expiry_ms);
     }
     for (const auto& [k, d] : s.done) {
         m[pk2("done.", k.first, k.second)] =
@@ -143,7 +143,9 @@ result<state_record> decode(const std::map<std::string, std::string>& props) {
         auto it = props.find(k);
         return it == props.end() ? nullptr : &it->second;
     };
-    const auto bad = [] { return error(errc::invalid_argument); };
+    const auto bad = [] {
+        return error(errc::invalid_argument);
+    };
     if (const auto* v = get("version"); v == nullptr || !parse(*v, s.version)) {
         if (v == nullptr) {
             return s;  // no record yet

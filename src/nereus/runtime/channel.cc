@@ -45,7 +45,8 @@ std::optional<delivery> stream::try_next() {
         return out;
     }
     ch_->deliveries.try_receive([&](boost::system::error_code ec, delivery d) {
-        if (!ec) out = std::move(d);
+        if (!ec)
+            out = std::move(d);
     });
     return out;
 }

@@ -22,7 +22,6 @@
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <optional>

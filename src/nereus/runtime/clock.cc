@@ -2,7 +2,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <vector>
 
 namespace nereus::runtime {
@@ -51,7 +50,8 @@ void clock::advance(duration d) {
 
 void clock::cancel(const void* owner) {
     for (auto& [t, w] : waiters_) {
-        if (w->owner == owner) w->timer.cancel();
+        if (w->owner == owner)
+            w->timer.cancel();
     }
 }
 

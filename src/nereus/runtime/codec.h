@@ -14,10 +14,9 @@
 
 #include "nereus/base/result.h"
 
-#include <boost/json.hpp>
-
 #include <google/protobuf/message_lite.h>
 
+#include <boost/json.hpp>
 #include <string>
 #include <string_view>
 #include <system_error>

@@ -14,8 +14,10 @@ namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 }
 
-driver::driver(std::shared_ptr<subscription_channel> ch, std::unique_ptr<consumer_port> consumer,
-               producer_pool& pool, const subscriber_spec& spec)
+driver::driver(std::shared_ptr<subscription_channel> ch,
+               std::unique_ptr<consumer_port> consumer,
+               producer_pool& pool,
+               const subscriber_spec& spec)
     : ch_(std::move(ch)),
       consumer_(std::move(consumer)),
       pool_(&pool),
@@ -87,7 +89,8 @@ asio::awaitable<result<void>> driver::apply(const command& c) {
             out.properties = c.msg->properties;
             out.properties.emplace_back("REAL_TOPIC", c.msg->topic);
             out.properties.emplace_back("ORIGIN_MESSAGE_ID", c.msg->id.to_string());
-            auto sent = co_await pool_->send(dead_letter_topic(*spec_, c.msg->topic), std::move(out));
+            auto sent =
+                co_await pool_->send(dead_letter_topic(*spec_, c.msg->topic), std::move(out));
             if (!sent) {
                 co_return error(sent.error());  // not acknowledged: it stays unsettled
             }

@@ -22,7 +22,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
-
 #include <cstdint>
 #include <memory>
 
@@ -30,8 +29,10 @@ namespace nereus::runtime {
 
 class driver {
 public:
-    driver(std::shared_ptr<subscription_channel> ch, std::unique_ptr<consumer_port> consumer,
-           producer_pool& pool, const subscriber_spec& spec);
+    driver(std::shared_ptr<subscription_channel> ch,
+           std::unique_ptr<consumer_port> consumer,
+           producer_pool& pool,
+           const subscriber_spec& spec);
 
     // Runs the pump (consumer -> channel) and the command loop until close().
     boost::asio::awaitable<void> run();

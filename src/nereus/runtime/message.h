@@ -31,9 +31,12 @@ struct message_id {
 
     friend bool operator==(const message_id&, const message_id&) = default;
     friend std::strong_ordering operator<=>(const message_id& a, const message_id& b) noexcept {
-        if (auto c = a.ledger <=> b.ledger; c != 0) return c;
-        if (auto c = a.entry <=> b.entry; c != 0) return c;
-        if (auto c = a.partition <=> b.partition; c != 0) return c;
+        if (auto c = a.ledger <=> b.ledger; c != 0)
+            return c;
+        if (auto c = a.entry <=> b.entry; c != 0)
+            return c;
+        if (auto c = a.partition <=> b.partition; c != 0)
+            return c;
         return a.batch_index <=> b.batch_index;
     }
     // "ledger:entry:partition:batch_index", as Pulsar's clients print ids.
@@ -58,7 +61,8 @@ struct message_data {
 
     [[nodiscard]] std::optional<std::string_view> property_value(std::string_view name) const {
         for (const auto& [k, v] : properties) {
-            if (k == name) return std::string_view(v);
+            if (k == name)
+                return std::string_view(v);
         }
         return std::nullopt;
     }

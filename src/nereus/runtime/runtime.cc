@@ -4,13 +4,12 @@
 #include "nereus/runtime/errc.h"
 #include "nereus/runtime/logger.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <algorithm>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -66,13 +65,15 @@ struct runtime::subscriber {
     [[nodiscard]] std::size_t parked() const {
         std::size_t n = 0;
         for (const auto& l : lanes) {
-            if (l.blocked_on) n += l.queue.size();
+            if (l.blocked_on)
+                n += l.queue.size();
         }
         return n;
     }
     void poke() {
         wake->cancel();
-        if (live_unaccounted == 0 || stopping) idle->cancel();
+        if (live_unaccounted == 0 || stopping)
+            idle->cancel();
     }
     ticket take(delivery d) {
         ++st.received;
@@ -91,12 +92,14 @@ struct runtime::subscriber {
         poke();
     }
     lane& lane_of(const message& m) {
-        if (spec.dispatch.of != lanes::kind::by_key || lanes.size() == 1) return lanes.front();
+        if (spec.dispatch.of != lanes::kind::by_key || lanes.size() == 1)
+            return lanes.front();
         const std::size_t h = std::hash<std::string>{}(m->key.value_or(std::string()));
         return lanes[h % lanes.size()];
     }
     void unblock_if_stale(lane& l) const {
-        if (l.blocked_on && l.blocked_epoch != ch->epoch) l.blocked_on.reset();
+        if (l.blocked_on && l.blocked_epoch != ch->epoch)
+            l.blocked_on.reset();
     }
 };
 
@@ -142,8 +145,11 @@ void route(subscriber& s, ticket t) {
 }
 
 // Records the confirmed (or failed) settlement of `t`.
-void settled(subscriber& s, ticket t, const result<void>& r,
-             std::uint64_t subscription_stats::*ok, outcome::kind what) {
+void settled(subscriber& s,
+             ticket t,
+             const result<void>& r,
+             std::uint64_t subscription_stats::*ok,
+             outcome::kind what) {
     if (!r) {
         NEREUS_LOG(runtime_log(), warn, "settle failed sub={} id={} outcome={}: {}",
                    s.spec.subscription, t->d.msg->id.to_string(), to_string(what),
@@ -192,7 +198,8 @@ asio::awaitable<void> settle(subscriber& s, lane& l, ticket t, outcome o) {
         l.blocked_epoch = s.ch->epoch;
     }
     r = co_await way.nack(m);
-    if (!r && block) l.blocked_on.reset();
+    if (!r && block)
+        l.blocked_on.reset();
     settled(s, t, r, &subscription_stats::nacked, outcome::kind::retry);
 }
 
@@ -304,19 +311,22 @@ asio::awaitable<void> run_batch(subscriber& s, lane& l, std::vector<ticket> batc
 asio::awaitable<void> pull(subscriber& s) {
     stream in(s.ch);
     for (;;) {
-        while (!s.stopping && (s.live_unaccounted - s.parked() >= s.cap ||
-                               s.parked() >= s.spec.max_parked)) {
+        while (!s.stopping &&
+               (s.live_unaccounted - s.parked() >= s.cap || s.parked() >= s.spec.max_parked)) {
             s.wake->expires_at(asio::steady_timer::time_point::max());
             co_await s.wake->async_wait(use_tuple);
         }
-        if (s.stopping) break;
+        if (s.stopping)
+            break;
         auto d = co_await in.next();
-        if (!d) break;
+        if (!d)
+            break;
         std::vector<ticket> got{s.take(std::move(*d))};
         // Whatever else is already buffered, up to the capacity: fuller batches, fewer wakeups.
         while (!s.stopping && s.live_unaccounted - s.parked() < s.cap) {
             auto more = in.try_next();
-            if (!more) break;
+            if (!more)
+                break;
             got.push_back(s.take(std::move(*more)));
         }
         for (ticket t : got) {
@@ -339,7 +349,8 @@ result<void> runtime::subscribe_raw(subscriber_spec spec, raw_handler h) {
         return error(state_ == state::stopped ? errc::shut_down : errc::already_started);
     }
     NEREUS_TRY(validate(spec));
-    if (spec.batch_size != 0) return error(errc::invalid_spec);
+    if (spec.batch_size != 0)
+        return error(errc::invalid_spec);
     auto s = std::make_unique<subscriber>();
     s->spec = std::move(spec);
     s->handler = std::move(h);
@@ -352,7 +363,8 @@ result<void> runtime::subscribe_raw_batch(subscriber_spec spec, raw_batch_handle
         return error(state_ == state::stopped ? errc::shut_down : errc::already_started);
     }
     NEREUS_TRY(validate(spec));
-    if (spec.batch_size == 0) return error(errc::invalid_spec);
+    if (spec.batch_size == 0)
+        return error(errc::invalid_spec);
     auto s = std::make_unique<subscriber>();
     s->spec = std::move(spec);
     s->batch_handler = std::move(h);
@@ -362,17 +374,22 @@ result<void> runtime::subscribe_raw_batch(subscriber_spec spec, raw_batch_handle
 
 namespace {
 result<void> add_hook(std::vector<hook>& to, hook h, runtime::state st) {
-    if (st != runtime::state::created) return error(errc::already_started);
+    if (st != runtime::state::created)
+        return error(errc::already_started);
     to.push_back(std::move(h));
     return {};
 }
 }  // namespace
 
-result<void> runtime::on_startup(hook h) { return add_hook(on_startup_, std::move(h), state_); }
+result<void> runtime::on_startup(hook h) {
+    return add_hook(on_startup_, std::move(h), state_);
+}
 result<void> runtime::after_startup(hook h) {
     return add_hook(after_startup_, std::move(h), state_);
 }
-result<void> runtime::on_shutdown(hook h) { return add_hook(on_shutdown_, std::move(h), state_); }
+result<void> runtime::on_shutdown(hook h) {
+    return add_hook(on_shutdown_, std::move(h), state_);
+}
 result<void> runtime::after_shutdown(hook h) {
     return add_hook(after_shutdown_, std::move(h), state_);
 }
@@ -382,7 +399,8 @@ asio::awaitable<result<void>> runtime::start() {
         co_return error(state_ == state::stopped ? errc::shut_down : errc::already_started);
     }
     state_ = state::starting;
-    for (auto& h : on_startup_) h(*this);
+    for (auto& h : on_startup_)
+        h(*this);
     pool_.start();
     std::size_t n = 0;
     for (auto& sp : subs_) {
@@ -403,15 +421,17 @@ asio::awaitable<result<void>> runtime::start() {
             state_ = state::stopped;
             co_return error(consumer.error());
         }
-        const std::size_t per_lane = s.spec.dispatch.of == lanes::kind::workers ? s.spec.dispatch.n : 1;
-        const std::size_t n_lanes = s.spec.dispatch.of == lanes::kind::by_key ? s.spec.dispatch.n : 1;
+        const std::size_t per_lane =
+            s.spec.dispatch.of == lanes::kind::workers ? s.spec.dispatch.n : 1;
+        const std::size_t n_lanes =
+            s.spec.dispatch.of == lanes::kind::by_key ? s.spec.dispatch.n : 1;
         s.lanes.resize(n_lanes);
-        for (auto& l : s.lanes) l.limit = per_lane;
+        for (auto& l : s.lanes)
+            l.limit = per_lane;
         const std::size_t batch = std::max<std::size_t>(1, s.spec.batch_size);
-        s.cap = s.spec.max_in_flight != 0
-                    ? s.spec.max_in_flight
-                    : std::max<std::size_t>(subscription_channel::capacity,
-                                            per_lane * n_lanes * batch);
+        s.cap = s.spec.max_in_flight != 0 ? s.spec.max_in_flight
+                                          : std::max<std::size_t>(subscription_channel::capacity,
+                                                                  per_lane * n_lanes * batch);
         s.ch = std::make_shared<subscription_channel>(ex_);
         s.wake = std::make_unique<asio::steady_timer>(ex_);
         s.idle = std::make_unique<asio::steady_timer>(ex_);
@@ -420,7 +440,8 @@ asio::awaitable<result<void>> runtime::start() {
         asio::co_spawn(ex_, pull(s), asio::detached);
     }
     state_ = state::started;
-    for (auto& h : after_startup_) h(*this);
+    for (auto& h : after_startup_)
+        h(*this);
     co_return result<void>{};
 }
 
@@ -428,7 +449,8 @@ asio::awaitable<void> runtime::close_all() {
     for (auto& s : subs_) {
         if (s->drv) {
             s->stopping = true;
-            if (s->wake) s->wake->cancel();
+            if (s->wake)
+                s->wake->cancel();
             co_await s->drv->close();
         }
     }
@@ -441,7 +463,8 @@ asio::awaitable<shutdown_report> runtime::shutdown(clock::duration drain_timeout
         co_return report;
     }
     state_ = state::stopping;
-    for (auto& h : on_shutdown_) h(*this);
+    for (auto& h : on_shutdown_)
+        h(*this);
     // Stop pulling. What is queued in lanes (not started) goes back to the broker unsettled;
     // handlers already running finish, and so do their settlements.
     for (auto& sp : subs_) {
@@ -464,26 +487,31 @@ asio::awaitable<shutdown_report> runtime::shutdown(clock::duration drain_timeout
     auto timed_out = std::make_shared<bool>(false);
     auto any_busy = [this] {
         for (auto& s : subs_) {
-            if (s->live_unaccounted != 0 || !s->pull_done) return true;
+            if (s->live_unaccounted != 0 || !s->pull_done)
+                return true;
         }
         return false;
     };
     if (any_busy()) {
         asio::co_spawn(
             ex_,
-            [](nereus::runtime::clock& c, nereus::runtime::clock::duration d, std::shared_ptr<bool> flag,
-               std::vector<asio::steady_timer*> idles, const void* owner) -> asio::awaitable<void> {
+            [](nereus::runtime::clock& c, nereus::runtime::clock::duration d,
+               std::shared_ptr<bool> flag, std::vector<asio::steady_timer*> idles,
+               const void* owner) -> asio::awaitable<void> {
                 if (co_await c.sleep(d, owner)) {
                     *flag = true;
-                    for (auto* i : idles) i->cancel();
+                    for (auto* i : idles)
+                        i->cancel();
                 }
-            }(*clock_, drain_timeout, timed_out,
-              [this] {
-                  std::vector<asio::steady_timer*> v;
-                  for (auto& s : subs_) v.push_back(s->idle.get());
-                  return v;
-              }(),
-              static_cast<const void*>(this)),
+            }(
+                                      *clock_, drain_timeout, timed_out,
+                                      [this] {
+                                          std::vector<asio::steady_timer*> v;
+                                          for (auto& s : subs_)
+                                              v.push_back(s->idle.get());
+                                          return v;
+                                      }(),
+                                      static_cast<const void*>(this)),
             asio::detached);
         for (auto& sp : subs_) {
             auto& s = *sp;
@@ -511,16 +539,19 @@ asio::awaitable<shutdown_report> runtime::shutdown(clock::duration drain_timeout
     co_await transport_.shutdown();
     clock_->cancel(this);  // the drain timer, if it is still pending
     state_ = state::stopped;
-    for (auto& h : after_shutdown_) h(*this);
+    for (auto& h : after_shutdown_)
+        h(*this);
     report.subscriptions = all_stats();
     co_return report;
 }
 
 result<seeker> runtime::seeker_for(std::string_view subscription) const {
-    if (state_ == state::stopped) return error(errc::shut_down);
+    if (state_ == state::stopped)
+        return error(errc::shut_down);
     for (const auto& s : subs_) {
         if (s->spec.subscription == subscription) {
-            if (!s->ch) return error(errc::not_started);
+            if (!s->ch)
+                return error(errc::not_started);
             return seeker(settlement(s->ch));
         }
     }
@@ -529,14 +560,16 @@ result<seeker> runtime::seeker_for(std::string_view subscription) const {
 
 std::optional<subscription_stats> runtime::stats(std::string_view subscription) const {
     for (const auto& s : subs_) {
-        if (s->spec.subscription == subscription) return s->st;
+        if (s->spec.subscription == subscription)
+            return s->st;
     }
     return std::nullopt;
 }
 
 std::vector<subscription_stats> runtime::all_stats() const {
     std::vector<subscription_stats> v;
-    for (const auto& s : subs_) v.push_back(s->st);
+    for (const auto& s : subs_)
+        v.push_back(s->st);
     return v;
 }
 

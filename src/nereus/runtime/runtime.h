@@ -6,9 +6,11 @@
 //   runtime rt(ex, transport, clock);
 //   rt.subscribe<json_codec<order>>(spec, handle_order);        // before start()
 //   rt.on_startup(...); rt.after_startup(...); rt.on_shutdown(...); rt.after_shutdown(...);
-//   co_await rt.start();                      // on_startup, subscribe all, drivers run, after_startup
+//   co_await rt.start();                      // on_startup, subscribe all, drivers run,
+//   after_startup
 //   ...
-//   auto report = co_await rt.shutdown(5s);   // on_shutdown, drain, broker shutdown, after_shutdown
+//   auto report = co_await rt.shutdown(5s);   // on_shutdown, drain, broker shutdown,
+//   after_shutdown
 //
 // Settlement: every delivery taken from a subscription's channel ends in exactly one count of
 // subscription_stats: acked, nacked, dead_lettered, dropped, discarded (buffered before a seek),
@@ -34,7 +36,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,15 +53,15 @@ class runtime;
 // Per subscription: what happened to every delivery taken from its channel.
 struct subscription_stats {
     std::string subscription;
-    std::uint64_t received = 0;   // taken from the channel
-    std::uint64_t handled = 0;    // handler invocations (a batch counts each message)
+    std::uint64_t received = 0;  // taken from the channel
+    std::uint64_t handled = 0;   // handler invocations (a batch counts each message)
     std::uint64_t acked = 0;
-    std::uint64_t nacked = 0;     // retry / retry_after, confirmed nack
+    std::uint64_t nacked = 0;  // retry / retry_after, confirmed nack
     std::uint64_t dead_lettered = 0;
     std::uint64_t dropped = 0;
     std::uint64_t discarded = 0;  // buffered before a seek, never handled
     std::uint64_t settle_failed = 0;
-    std::uint64_t unsettled = 0;  // returned to the broker at shutdown
+    std::uint64_t unsettled = 0;       // returned to the broker at shutdown
     std::uint64_t max_concurrent = 0;  // most handlers running at once
     std::uint64_t batches = 0;
     std::uint64_t max_batch = 0;
@@ -76,7 +77,8 @@ struct shutdown_report {
     // Each subscription accounts for every delivery it received, exactly once.
     [[nodiscard]] bool balanced() const {
         for (const auto& s : subscriptions) {
-            if (s.accounted() != s.received) return false;
+            if (s.accounted() != s.received)
+                return false;
         }
         return true;
     }
@@ -108,8 +110,8 @@ struct batch_verdict {
     outcome out = outcome::ack();
     std::vector<std::size_t> undecodable;  // indices settled by on_decode_failure instead
 };
-using raw_batch_handler = std::function<boost::asio::awaitable<batch_verdict>(
-    std::span<const message>, context&)>;
+using raw_batch_handler =
+    std::function<boost::asio::awaitable<batch_verdict>(std::span<const message>, context&)>;
 using hook = std::function<void(runtime&)>;
 
 namespace detail {
@@ -133,18 +135,20 @@ public:
     template <class Codec, class F>
     result<void> subscribe(subscriber_spec spec, F f) {
         using T = typename Codec::value_type;
-        return subscribe_raw(std::move(spec),
-                             [f = std::move(f)](const message& m, context& ctx)
-                                 -> boost::asio::awaitable<std::optional<outcome>> {
-                                 auto v = Codec::decode(m->payload);
-                                 if (!v) co_return std::nullopt;
-                                 using R = std::invoke_result_t<const F&, const T&, context&>;
-                                 if constexpr (detail::is_awaitable<R>::value) {
-                                     co_return co_await f(*v, ctx);
-                                 } else {
-                                     co_return f(*v, ctx);
-                                 }
-                             });
+        return subscribe_raw(
+            std::move(spec),
+            [f = std::move(f)](const message& m,
+                               context& ctx) -> boost::asio::awaitable<std::optional<outcome>> {
+                auto v = Codec::decode(m->payload);
+                if (!v)
+                    co_return std::nullopt;
+                using R = std::invoke_result_t<const F&, const T&, context&>;
+                if constexpr (detail::is_awaitable<R>::value) {
+                    co_return co_await f(*v, ctx);
+                } else {
+                    co_return f(*v, ctx);
+                }
+            });
     }
     // Registers a batch handler `f(std::vector<T>&, context&) -> outcome | awaitable<outcome>`;
     // spec.batch_size (> 0) bounds the batches the runtime assembles. The outcome settles every
@@ -152,7 +156,8 @@ public:
     template <class Codec, class F>
     result<void> subscribe_batch(subscriber_spec spec, F f) {
         using T = typename Codec::value_type;
-        if (spec.batch_size == 0) spec.batch_size = 16;
+        if (spec.batch_size == 0)
+            spec.batch_size = 16;
         return subscribe_raw_batch(
             std::move(spec),
             [f = std::move(f)](std::span<const message> ms,
@@ -168,7 +173,8 @@ public:
                         v.undecodable.push_back(i);
                     }
                 }
-                if (values.empty()) co_return v;
+                if (values.empty())
+                    co_return v;
                 using R = std::invoke_result_t<const F&, std::vector<T>&, context&>;
                 if constexpr (detail::is_awaitable<R>::value) {
                     v.out = co_await f(values, ctx);
@@ -222,7 +228,11 @@ private:
     state state_ = state::created;
 };
 
-inline publisher context::publisher_handle() const { return rt_->publisher_handle(); }
-inline clock& context::runtime_clock() const { return rt_->runtime_clock(); }
+inline publisher context::publisher_handle() const {
+    return rt_->publisher_handle();
+}
+inline clock& context::runtime_clock() const {
+    return rt_->runtime_clock();
+}
 
 }  // namespace nereus::runtime

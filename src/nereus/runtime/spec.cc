@@ -50,9 +50,11 @@ result<void> validate(const subscriber_spec& s) {
             }
             break;
         case topic_selector::kind::list:
-            if (s.topics.names.empty()) return error(errc::invalid_spec);
+            if (s.topics.names.empty())
+                return error(errc::invalid_spec);
             for (const auto& n : s.topics.names) {
-                if (n.empty()) return error(errc::invalid_spec);
+                if (n.empty())
+                    return error(errc::invalid_spec);
             }
             break;
         case topic_selector::kind::pattern:

@@ -32,8 +32,12 @@ struct topic_selector {
     std::string pattern;             // pattern
 
     static topic_selector one(std::string t) { return {kind::one, {std::move(t)}, {}}; }
-    static topic_selector list(std::vector<std::string> ts) { return {kind::list, std::move(ts), {}}; }
-    static topic_selector matching(std::string regex) { return {kind::pattern, {}, std::move(regex)}; }
+    static topic_selector list(std::vector<std::string> ts) {
+        return {kind::list, std::move(ts), {}};
+    }
+    static topic_selector matching(std::string regex) {
+        return {kind::pattern, {}, std::move(regex)};
+    }
 };
 
 // How deliveries of one subscription run:
@@ -72,7 +76,7 @@ struct subscriber_spec {
     // what is already buffered.
     std::chrono::milliseconds batch_linger{0};
     std::optional<dead_letter_policy> dead_letter;
-    outcome on_exception = outcome::retry();  // the handler threw
+    outcome on_exception = outcome::retry();      // the handler threw
     outcome on_decode_failure = outcome::drop();  // the codec refused the payload
     // Deliveries taken from the stream and not yet settled, outside blocked lanes; 0: the
     // larger of 16 (the channel) and the lanes' concurrency (times batch_size for batches).

@@ -62,7 +62,8 @@ asio::awaitable<result<std::unique_ptr<producer_port>>> transport::create_produc
 #if NEREUS_TESTING
     if (const auto* t = as_test(impl_)) {
         const auto& c = **t;
-        if (*c.closed()) co_return error(errc::shut_down);
+        if (*c.closed())
+            co_return error(errc::shut_down);
         co_return testing::make_test_producer(c.broker(), c.closed(), std::move(topic));
     }
 #endif
@@ -82,7 +83,8 @@ asio::awaitable<result<std::unique_ptr<producer_port>>> transport::create_produc
 
 std::size_t transport::max_message_size() const {
 #if NEREUS_TESTING
-    if (const auto* t = as_test(impl_)) return (*t)->broker()->settings().max_message_size;
+    if (const auto* t = as_test(impl_))
+        return (*t)->broker()->settings().max_message_size;
 #endif
 #if NEREUS_RUNTIME_HAS_CLIENT
 #if NEREUS_TESTING

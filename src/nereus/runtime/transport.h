@@ -5,8 +5,8 @@
 //
 // In a production build (NEREUS_TESTING off) a transport is exactly the client handle
 // (static_assert in transport.cc); with NEREUS_TESTING it is that or the in-process test broker
-// (testing/test_broker.h, one test_connection per transport), which takes the client's place under the same descriptors, policies
-// and settings.
+// (testing/test_broker.h, one test_connection per transport), which takes the client's place under
+// the same descriptors, policies and settings.
 //
 // Ownership: a transport is a cheap handle; the runtime holds one. Thread-safety: strand-confined
 // to the runtime's executor. Durability: see ports.h (everything is confirmed).
@@ -17,7 +17,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-
 #include <memory>
 #include <string>
 #include <variant>
@@ -45,7 +44,8 @@ public:
 
     // One consumer for the subscription `spec` declares, named `consumer_name`.
     boost::asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(
-        const boost::asio::any_io_executor& ex, const subscriber_spec& spec,
+        const boost::asio::any_io_executor& ex,
+        const subscriber_spec& spec,
         std::string consumer_name);
     // One producer for `topic` (a full name).
     boost::asio::awaitable<result<std::unique_ptr<producer_port>>> create_producer(

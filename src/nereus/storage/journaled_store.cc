@@ -418,8 +418,8 @@ result<void> journaled_store::write_records(stream_state& st, std::span<const by
         NEREUS_ASSERT(format::decode_record_header(rec.data()).offset == st.write_offset,
                       "stream {:016x}: record offset {} != write offset {}", st.id,
                       format::decode_record_header(rec.data()).offset, st.write_offset);
-        if (st.active_bytes > 0 && (st.active_bytes + rec.size() > opts_.segment_max_bytes ||
-                                    entry_roll_due(st))) {
+        if (st.active_bytes > 0 &&
+            (st.active_bytes + rec.size() > opts_.segment_max_bytes || entry_roll_due(st))) {
             NEREUS_TRY(flush_records(*f, pos));
             NEREUS_TRY(roll_segment(st, f));
             pos = 0;

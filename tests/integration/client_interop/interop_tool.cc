@@ -1,15 +1,17 @@
 // The nereus::client side of the interoperability test (client_interop.sh):
 //   interop_tool subscribe <port> <topic> <sub>          create a durable subscription (Earliest)
-//   interop_tool produce <port> <topic> <n> <tag>        n messages "<tag>-<i>" (batched, key k<i%3>,
+//   interop_tool produce <port> <topic> <n> <tag>        n messages "<tag>-<i>" (batched, key
+//   k<i%3>,
 //                                                         property src=nereus), each receipted
-//   interop_tool consume <port> <topic> <sub> <n> <tag>  n messages, exactly "<tag>-0".."<tag>-<n-1>"
-//                                                         in order, each acked with its ACK_RESPONSE
+//   interop_tool consume <port> <topic> <sub> <n> <tag>  n messages, exactly
+//   "<tag>-0".."<tag>-<n-1>"
+//                                                         in order, each acked with its
+//                                                         ACK_RESPONSE
 // Exits 0 when everything checked out, 1 with a line saying what did not. Every wait is bounded.
 
 #include "nereus/client/client.h"
 
 #include <boost/asio/use_future.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -129,4 +131,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return run(argc, argv); }
+int main(int argc, char** argv) {
+    return run(argc, argv);
+}

@@ -4,14 +4,13 @@
 // is visible in the rows (the counted version), which is what makes the self-check able to
 // fail.
 
-#include "order.h"
-#include "order_projection.h"
-#include "state.h"
-
 #include "nereus/events/errc.h"
 
 #include <gtest/gtest.h>
 
+#include "order.h"
+#include "order_projection.h"
+#include "state.h"
 #include <filesystem>
 #include <unistd.h>
 
@@ -39,16 +38,21 @@ private:
     std::filesystem::path path_;
 };
 
-ev::operation op_upsert(const std::string& key) { return {ev::operation::kind::upsert, key}; }
-ev::operation op_remove(const std::string& key) { return {ev::operation::kind::remove, key}; }
+ev::operation op_upsert(const std::string& key) {
+    return {ev::operation::kind::upsert, key};
+}
+ev::operation op_remove(const std::string& key) {
+    return {ev::operation::kind::remove, key};
+}
 
 }  // namespace
 
 TEST(OrderCodec, CanonicalRoundTrip) {
     const order o{"o-00001", 3, "paid", 1250};
     const std::string json = orders::encode_order(o);
-    EXPECT_EQ(json,
-              R"({"schema":"orders/v1","id":"o-00001","version":3,"status":"paid","amount_cents":1250})");
+    EXPECT_EQ(
+        json,
+        R"({"schema":"orders/v1","id":"o-00001","version":3,"status":"paid","amount_cents":1250})");
     auto back = orders::decode_order(std::string_view(json));
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, o);
@@ -69,18 +73,24 @@ TEST(OrderCodec, OnlyTheAdmittedFormatDecodes) {
     EXPECT_EQ(code("[1,2]"), errc::not_json);
     EXPECT_EQ(code(R"({"id":"o-1","version":1,"status":"new","amount_cents":1})"),
               errc::unknown_schema);
-    EXPECT_EQ(code(R"({"schema":"orders/v2","id":"o-1","version":1,"status":"new","amount_cents":1})"),
-              errc::unknown_schema);
+    EXPECT_EQ(
+        code(R"({"schema":"orders/v2","id":"o-1","version":1,"status":"new","amount_cents":1})"),
+        errc::unknown_schema);
     EXPECT_EQ(code(R"({"schema":"orders/v1","id":"o-1","version":1,"status":"new"})"),
               errc::bad_field);
-    EXPECT_EQ(code(R"({"schema":"orders/v1","id":"o-1","version":"1","status":"new","amount_cents":1})"),
-              errc::bad_field);
-    EXPECT_EQ(code(R"({"schema":"orders/v1","id":"o-1","version":0,"status":"new","amount_cents":1})"),
-              errc::bad_field);
-    EXPECT_EQ(code(R"({"schema":"orders/v1","id":"o-1","version":1,"status":"new","amount_cents":1,"x":2})"),
-              errc::bad_field);
-    EXPECT_EQ(code(R"({"schema":"orders/v1","id":"o-1","version":1,"status":"new","amount_cents":1})"),
-              errc::success);
+    EXPECT_EQ(
+        code(R"({"schema":"orders/v1","id":"o-1","version":"1","status":"new","amount_cents":1})"),
+        errc::bad_field);
+    EXPECT_EQ(
+        code(R"({"schema":"orders/v1","id":"o-1","version":0,"status":"new","amount_cents":1})"),
+        errc::bad_field);
+    EXPECT_EQ(
+        code(
+            R"({"schema":"orders/v1","id":"o-1","version":1,"status":"new","amount_cents":1,"x":2})"),
+        errc::bad_field);
+    EXPECT_EQ(
+        code(R"({"schema":"orders/v1","id":"o-1","version":1,"status":"new","amount_cents":1})"),
+        errc::success);
 }
 
 TEST(State, DigestAndDifferences) {
@@ -129,7 +139,8 @@ TEST(OrderProjection, SnapshotThenEventsOnceWithCountedVersions) {
     auto again = p->apply({0, 7, 101}, op_upsert("o-1"), bytes(v5));
     ASSERT_TRUE(again);
     EXPECT_EQ(*again, ev::apply_outcome::already_applied);
-    EXPECT_EQ(*p->apply({0, 7, 103}, op_upsert("o-3"), bytes(c3)), ev::apply_outcome::already_applied);
+    EXPECT_EQ(*p->apply({0, 7, 103}, op_upsert("o-3"), bytes(c3)),
+              ev::apply_outcome::already_applied);
     EXPECT_EQ(p->rows(), want);
 
     // Reopened (a new process): the same rows, and the mirror continues the count.
@@ -177,8 +188,8 @@ TEST(OrderProjection, RefusesWhatIsNotOrdersV1) {
     ASSERT_TRUE(p->replace_snapshot(std::span(&barrier, 1), {}));
     EXPECT_FALSE(p->apply({0, 1, 11}, op_upsert("o-1"), bytes("garbage")));
     // The key must be the order's id.
-    EXPECT_FALSE(p->apply({0, 1, 11}, op_upsert("o-2"),
-                          bytes(orders::encode_order({"o-1", 1, "new", 1}))));
+    EXPECT_FALSE(
+        p->apply({0, 1, 11}, op_upsert("o-2"), bytes(orders::encode_order({"o-1", 1, "new", 1}))));
     EXPECT_TRUE(p->rows().empty());
     auto applied = p->applied(0);
     ASSERT_TRUE(applied && *applied);

@@ -25,8 +25,8 @@ TEST_F(AdminTest, CompactionTriggerStatusAndStats) {
     auto p = wire();
     ASSERT_TRUE(create_producer(*p, topic, 0));
     for (int i = 0; i < 6; ++i) {
-        ASSERT_TRUE(p->send_message(0, static_cast<std::uint64_t>(i), cat("v", i), 0,
-                                    cat("k", i % 2)));
+        ASSERT_TRUE(
+            p->send_message(0, static_cast<std::uint64_t>(i), cat("v", i), 0, cat("k", i % 2)));
         ASSERT_TRUE(p->expect(proto::command_type::send_receipt));
     }
     auto st = http_->get(base + "/compaction");
@@ -64,7 +64,8 @@ TEST_F(AdminTest, CompactionTriggerStatusAndStats) {
     auto stats = http_->get(base + "/stats");
     ASSERT_TRUE(stats);
     EXPECT_EQ(stats->json().at("compaction").at("lastCompactionRemovedEventCount"), 4);
-    EXPECT_EQ(std::string(stats->json().at("compactionHorizon").as_string()), std::to_string(ledger) + ":5");
+    EXPECT_EQ(std::string(stats->json().at("compactionHorizon").as_string()),
+              std::to_string(ledger) + ":5");
 
     // Unknown topic: 404.
     auto missing = http_->put("/admin/v2/persistent/public/default/nope/compaction");

@@ -1,9 +1,9 @@
 // stats and /metrics.
 
+#include "nereus/admin/rate_sampler.h"
+
 #include "support/admin_fixture.h"
 #include "support/wire_helpers.h"
-
-#include "nereus/admin/rate_sampler.h"
 #include <boost/json.hpp>
 
 namespace nereus::admin::test {

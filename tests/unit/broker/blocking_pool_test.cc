@@ -174,9 +174,7 @@ public:
     result<std::vector<std::byte>> get_object(const std::string& name) override {
         return b_->get_object(name);
     }
-    result<void> remove_object(const std::string& name) override {
-        return b_->remove_object(name);
-    }
+    result<void> remove_object(const std::string& name) override { return b_->remove_object(name); }
 
 private:
     std::unique_ptr<topic_backend> b_;

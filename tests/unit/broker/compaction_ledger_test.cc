@@ -42,8 +42,9 @@ TEST(CompactionLedger, SigkillBetweenSnapshotPutAndCasLeavesThePreviousView) {
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     const std::string dir = pattern;
 
-    const auto run = nereus::test::run_and_kill({NEREUS_COMPACTION_CRASH_CHILD, dir, topic_name_text},
-                                                std::chrono::milliseconds(100), "PUT");
+    const auto run =
+        nereus::test::run_and_kill({NEREUS_COMPACTION_CRASH_CHILD, dir, topic_name_text},
+                                   std::chrono::milliseconds(100), "PUT");
     ASSERT_TRUE(nereus::test::killed_by_sigkill(run.wait_status))
         << "child ended on its own: " << run.output;
     ASSERT_NE(run.output.find("FIRST 10\n"), std::string::npos) << run.output;

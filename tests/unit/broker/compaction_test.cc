@@ -15,8 +15,8 @@
 #include "support/compaction_support.h"
 #include <atomic>
 #include <chrono>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <map>
 #include <set>
 #include <thread>
@@ -58,8 +58,9 @@ kv m(std::string k, std::string v) {
 }
 
 TEST(Compactor, KeepsTheLatestValuePerKey) {
-    auto r = compact({}, inputs({single(m("a", "1")), single(m("b", "1")), single(m("a", "2")),
-                                 single(m("c", "1")), single(m("b", "2"))}),
+    auto r = compact({},
+                     inputs({single(m("a", "1")), single(m("b", "1")), single(m("a", "2")),
+                             single(m("c", "1")), single(m("b", "2"))}),
                      7, 5);
     EXPECT_EQ(r.view.end, 5u);
     EXPECT_EQ(r.view.ledger_id, 7u);
@@ -72,8 +73,9 @@ TEST(Compactor, KeepsTheLatestValuePerKey) {
 }
 
 TEST(Compactor, TombstoneRemovesTheKeyAndKeylessMessagesAreDropped) {
-    auto r = compact({}, inputs({single(m("a", "1")), single(kv{std::nullopt, "x"}),
-                                 single(m("b", "1")), single(m("a", ""))}),
+    auto r = compact({},
+                     inputs({single(m("a", "1")), single(kv{std::nullopt, "x"}),
+                             single(m("b", "1")), single(m("a", ""))}),
                      1, 4);
     const std::map<std::uint64_t, std::vector<kv>> want{{2, {m("b", "1")}}};
     EXPECT_EQ(contents(r.view), want);
@@ -86,8 +88,9 @@ TEST(Compactor, TombstoneRemovesTheKeyAndKeylessMessagesAreDropped) {
 
 TEST(Compactor, SplitsBatchesPerKey) {
     const auto whole = batch({m("x", "1"), m("y", "1")});
-    auto r = compact({}, inputs({batch({m("a", "1"), m("b", "1"), m("c", "1")}),
-                                 single(m("b", "2")), whole, batch({m("c", "2"), m("a", "")})}),
+    auto r = compact({},
+                     inputs({batch({m("a", "1"), m("b", "1"), m("c", "1")}), single(m("b", "2")),
+                             whole, batch({m("c", "2"), m("a", "")})}),
                      1, 4);
     const std::map<std::uint64_t, std::vector<kv>> want{
         {1, {m("b", "2")}}, {2, {m("x", "1"), m("y", "1")}}, {3, {m("c", "2")}}};
@@ -97,7 +100,7 @@ TEST(Compactor, SplitsBatchesPerKey) {
     EXPECT_EQ(r.view.entries[1].data, whole);
     EXPECT_EQ(r.view.entries[1].batch_size, 2u);  // the batch's message count
     EXPECT_EQ(r.view.entries[2].batch_size, 1u);  // re-built with one survivor
-    EXPECT_EQ(r.messages_removed, 4u);  // a=1, b=1, c=1, tombstone a
+    EXPECT_EQ(r.messages_removed, 4u);            // a=1, b=1, c=1, tombstone a
 }
 
 TEST(Compactor, IncrementalRunEqualsOneRunOverEverything) {
@@ -107,8 +110,7 @@ TEST(Compactor, IncrementalRunEqualsOneRunOverEverything) {
         if (i % 11 == 5) {
             all.push_back(single(m(key, "")));
         } else if (i % 5 == 0) {
-            all.push_back(batch({m(key, cat("b", i)), m(cat("k", i % 3),
-                                                                    cat("c", i))}));
+            all.push_back(batch({m(key, cat("b", i)), m(cat("k", i % 3), cat("c", i))}));
         } else {
             all.push_back(single(m(key, cat("v", i))));
         }
@@ -136,8 +138,8 @@ TEST(CompactedView, RoundTripsAndRejectsDamage) {
         bad[at] ^= std::byte{0x40};
         EXPECT_FALSE(decode_compacted_view(bad).has_value()) << "flipped byte " << at;
     }
-    EXPECT_FALSE(
-        decode_compacted_view(std::span<const std::byte>(bytes).first(bytes.size() - 3)).has_value());
+    EXPECT_FALSE(decode_compacted_view(std::span<const std::byte>(bytes).first(bytes.size() - 3))
+                     .has_value());
 }
 
 // ---- the broker: read_compacted subscriptions ----
@@ -215,15 +217,14 @@ protected:
     }
 
     // Every MESSAGE until none came for `quiet`.
-    static std::vector<delivered> drain(wire_client& c,
-                                        std::chrono::milliseconds quiet = 400ms) {
+    static std::vector<delivered> drain(wire_client& c, std::chrono::milliseconds quiet = 400ms) {
         std::vector<delivered> out;
         while (auto r = c.next(quiet)) {
             if (r->type != command_type::message) {
                 continue;
             }
-            out.push_back(delivered{r->cmd.message().message_id().entryid(),
-                                    messages_of(r->stored)});
+            out.push_back(
+                delivered{r->cmd.message().message_id().entryid(), messages_of(r->stored)});
         }
         return out;
     }
@@ -232,11 +233,11 @@ protected:
 };
 
 TEST_F(CompactionBrokerTest, ReadCompactedDeliversTheViewThenTheLogAfterTheHorizon) {
-    append(single(m("k1", "a")));        // 0
-    append(single(m("k2", "b")));        // 1
-    append(single(m("k1", "c")));        // 2
-    append(single(m("k3", "d")));        // 3
-    append(single(m("k2", "")));         // 4: tombstone
+    append(single(m("k1", "a")));           // 0
+    append(single(m("k2", "b")));           // 1
+    append(single(m("k1", "c")));           // 2
+    append(single(m("k3", "d")));           // 3
+    append(single(m("k2", "")));            // 4: tombstone
     append(single(kv{std::nullopt, "x"}));  // 5: no key
     EXPECT_EQ(topic_->compaction()->status().state, compaction_state::not_run);
     ASSERT_TRUE(topic_->compaction()->run().has_value());
@@ -252,9 +253,11 @@ TEST_F(CompactionBrokerTest, ReadCompactedDeliversTheViewThenTheLogAfterTheHoriz
     for (auto& d : got) {
         seen.emplace_back(d.entry, d.msgs);
     }
-    const std::vector<std::pair<std::uint64_t, std::vector<kv>>> want{
-        {2, {m("k1", "c")}}, {3, {m("k3", "d")}},
-        {6, {m("k1", "e")}}, {7, {m("k2", "")}}, {8, {m("k4", "f")}}};
+    const std::vector<std::pair<std::uint64_t, std::vector<kv>>> want{{2, {m("k1", "c")}},
+                                                                      {3, {m("k3", "d")}},
+                                                                      {6, {m("k1", "e")}},
+                                                                      {7, {m("k2", "")}},
+                                                                      {8, {m("k4", "f")}}};
     EXPECT_EQ(seen, want);
 
     // Without read_compacted the whole log.
@@ -464,14 +467,14 @@ TEST_F(CompactionBrokerTest, CompactsTwentyThousandEntriesToOnePerKey) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_TRUE(topic_->compaction()->run().has_value());
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     const auto info = topic_->compaction()->info();
     EXPECT_EQ(info.keys, 1000u);
     EXPECT_EQ(info.entries, 1000u);
-    std::cout << "compaction of 20000 entries / 1000 keys: " << ms << " ms, snapshot "
-              << info.bytes << " bytes\n";
+    std::cout << "compaction of 20000 entries / 1000 keys: " << ms << " ms, snapshot " << info.bytes
+              << " bytes\n";
     auto rc = consumer("rc", true);
     ASSERT_TRUE(rc);
     auto got = drain(*rc);

@@ -51,7 +51,8 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
 TEST(StandaloneConfig, MetadataStoreUrlTakesZooKeeperUrlsOnly) {
     standalone_options o;
     EXPECT_TRUE(o.metadata_url.empty());  // the embedded RocksDB store by default
-    ASSERT_TRUE(parse_standalone_config("metadataStoreUrl=zk://127.0.0.1:2181/nereus\n", "t.conf", o));
+    ASSERT_TRUE(
+        parse_standalone_config("metadataStoreUrl=zk://127.0.0.1:2181/nereus\n", "t.conf", o));
     EXPECT_EQ(o.metadata_url, "zk://127.0.0.1:2181/nereus");
     ASSERT_TRUE(parse_standalone_config("metadataStoreUrl=zk:h1:2181,h2:2181/n\n", "t.conf", o));
     EXPECT_EQ(o.metadata_url, "zk://h1:2181,h2:2181/n");
@@ -90,10 +91,10 @@ TEST(StandaloneConfig, RetentionKeysUsePulsarNamesAndMinusOneIsUnlimited) {
     EXPECT_EQ(o.retention_time_minutes, -1);
     EXPECT_EQ(o.retention_size_mb, 512);
     EXPECT_EQ(o.retention_check_interval_s, 5u);
-    for (const char* bad : {"defaultRetentionTimeInMinutes=-2\n", "defaultRetentionSizeInMB=x\n",
-                            "retentionCheckIntervalInSeconds=0\n",
-                            "managedLedgerMaxEntriesPerLedger=0\n",
-                            "managedLedgerMinLedgerRolloverTimeMinutes=-1\n"}) {
+    for (const char* bad :
+         {"defaultRetentionTimeInMinutes=-2\n", "defaultRetentionSizeInMB=x\n",
+          "retentionCheckIntervalInSeconds=0\n", "managedLedgerMaxEntriesPerLedger=0\n",
+          "managedLedgerMinLedgerRolloverTimeMinutes=-1\n"}) {
         standalone_options b;
         EXPECT_FALSE(parse_standalone_config(bad, "bad.conf", b)) << bad;
         EXPECT_EQ(b.retention_time_minutes, 0) << bad;

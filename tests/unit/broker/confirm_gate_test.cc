@@ -5,6 +5,7 @@
 // matches (scenario 34); a fenced gate confirms nothing more. doc/ownership.md.
 
 #include "nereus/broker/confirm_gate.h"
+
 #include "nereus/broker/topic_dir.h"
 #include "nereus/meta/memory_store.h"
 #include "nereus/meta/sync.h"
@@ -144,8 +145,8 @@ TEST(ConfirmGate, ReleaseFailsWhatIsPendingWithoutReportingALoss) {
 }
 
 TEST(TopicDir, EachTakeoverCopiesTheNewestGenerationAndDropsTheOlder) {
-    const auto root = std::filesystem::temp_directory_path() /
-                      ("nereus-topic-dir-" + std::to_string(::getpid()));
+    const auto root =
+        std::filesystem::temp_directory_path() / ("nereus-topic-dir-" + std::to_string(::getpid()));
     std::filesystem::remove_all(root);
     auto g1 = take_over_topic_dir(root.string());
     ASSERT_TRUE(g1);

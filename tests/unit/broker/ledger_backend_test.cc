@@ -9,12 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "support/wire_client.h"
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <set>
 #include <thread>
-#include <atomic>
 
 namespace nereus::broker::test {
 namespace {
@@ -386,10 +386,9 @@ TEST_F(LedgerBrokerTest, CloseDuringConcurrentOpens) {
     for (int t = 0; t < 4; ++t) {
         ts.emplace_back([&, t] {
             for (int i = 0; i < 50; ++i) {
-                auto r = backend_->open_topic(
-                    "persistent://public/default/closing-" + std::to_string(t) + "-" +
-                        std::to_string(i),
-                    true);
+                auto r = backend_->open_topic("persistent://public/default/closing-" +
+                                                  std::to_string(t) + "-" + std::to_string(i),
+                                              true);
                 if (r) {
                     ++ok;
                 } else if (r.error() == make_error_code(proto::error_kind::unavailable)) {

@@ -64,12 +64,15 @@ TEST(BrokerReadFault, SegmentReadEioDeliversEverythingInOrderOnceItClears) {
             a.consumer_id = 0;
             a.request_id = 1;
             a.initial_position = 1;  // earliest
-            c->send([&](proto::frame_buffer& b) { return c->writer().subscribe(b, a).has_value(); });
+            c->send(
+                [&](proto::frame_buffer& b) { return c->writer().subscribe(b, a).has_value(); });
             ASSERT_TRUE(c->expect(command_type::success));
-            c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 100).has_value(); });
+            c->send(
+                [&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 100).has_value(); });
             // While it fails nothing is delivered (no partial, no out-of-order delivery).
             EXPECT_FALSE(c->expect(command_type::message, 1500ms));
-            EXPECT_GT(faults->failed.load(), 0) << "no segment read was attempted: the test is void";
+            EXPECT_GT(faults->failed.load(), 0)
+                << "no segment read was attempted: the test is void";
             // The fault clears: everything arrives, in order, without another FLOW or append.
             faults->failing_reads = 0;
             for (std::uint64_t i = 0; i < 20; ++i) {

@@ -10,9 +10,9 @@
 #include "nereus/broker/server.h"
 #include "nereus/client/client.h"
 
-#include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/asio/use_future.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -117,7 +117,8 @@ protected:
         return c ? *c : consumer{};
     }
 
-    static consumer_options sub(std::string topic, std::string name,
+    static consumer_options sub(std::string topic,
+                                std::string name,
                                 subscription_type t = subscription_type::exclusive) {
         consumer_options o;
         o.topics = {std::move(topic)};

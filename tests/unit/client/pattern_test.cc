@@ -4,13 +4,13 @@
 // as the client learns it from CONNECTED. Against the in-process broker (client_fixture.h);
 // tests/unit/runtime/pulsar_standalone_test.cc does the same against `nereus standalone`.
 
-#include "client_fixture.h"
+#include "nereus/client/pattern.h"
 
 #include "nereus/broker/partitioned_topics.h"
 #include "nereus/broker/topic.h"
 #include "nereus/broker/topic_name.h"
-#include "nereus/client/pattern.h"
 
+#include "client_fixture.h"
 #include <algorithm>
 #include <set>
 
@@ -19,7 +19,8 @@ namespace {
 
 constexpr auto ns_prefix = "persistent://public/default/";
 
-consumer_options by_pattern(const std::string& regex, const std::string& name,
+consumer_options by_pattern(const std::string& regex,
+                            const std::string& name,
                             subscription_type t = subscription_type::shared) {
     consumer_options o;
     o.topics_pattern = std::string(ns_prefix) + regex;
@@ -77,7 +78,8 @@ TEST(TopicPattern, MatchesWholeNamesPartitionsAndRefusesBadPatterns) {
         EXPECT_EQ(r.error(), make_error_code(errc::invalid_argument)) << bad;
     }
     EXPECT_EQ(partitioned_topic_of("persistent://a/b/t-partition-12"), "persistent://a/b/t");
-    EXPECT_EQ(partitioned_topic_of("persistent://a/b/t-partition-x"), "persistent://a/b/t-partition-x");
+    EXPECT_EQ(partitioned_topic_of("persistent://a/b/t-partition-x"),
+              "persistent://a/b/t-partition-x");
 }
 
 TEST_F(ClientTest, PatternWithTopicsOrWithoutNamedRetryTopicIsRefused) {
@@ -178,8 +180,8 @@ TEST_F(ClientTest, PatternConsumerClosesTopicsNoLongerListed) {
     // consumer; b is no longer listed, so the consumer closes it for good.
     auto gone = broker::parse_topic_name(b);
     ASSERT_TRUE(gone);
-    auto removed = server_->topics().remove(
-        b, [](const std::shared_ptr<broker::topic>& t) -> result<void> {
+    auto removed =
+        server_->topics().remove(b, [](const std::shared_ptr<broker::topic>& t) -> result<void> {
             if (t) {
                 t->mark_lost();
                 t->close_clients();
@@ -210,11 +212,13 @@ TEST_F(SmallMessagesTest, TheClientReportsTheBrokersLimitAndRefusesBiggerPayload
     EXPECT_FALSE(cli().max_message_size().has_value()) << "known before any connection";
     auto p = make_producer(prod("small"));
     ASSERT_EQ(cli().max_message_size(), std::optional<std::uint32_t>(64 * 1024));
-    auto exact = wait(p.send(outgoing_message::text(std::string(64 * 1024, 'x')), asio::use_future));
+    auto exact =
+        wait(p.send(outgoing_message::text(std::string(64 * 1024, 'x')), asio::use_future));
     EXPECT_TRUE(exact) << "exactly max_message_size is accepted";
     // One byte over: refused by the client (errc::message_too_big) before it is sent; the
     // broker's own refusal would be a SEND_ERROR NotAllowed.
-    auto over = wait(p.send(outgoing_message::text(std::string(64 * 1024 + 1, 'x')), asio::use_future));
+    auto over =
+        wait(p.send(outgoing_message::text(std::string(64 * 1024 + 1, 'x')), asio::use_future));
     ASSERT_FALSE(over);
     EXPECT_EQ(over.error(), make_error_code(errc::message_too_big)) << over.error().message();
     // The producer is unharmed.

@@ -2,11 +2,9 @@
 // compression, back-pressure, send timeout, the four subscription types, completion tokens.
 
 #include "client_fixture.h"
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <map>
 #include <set>
 

@@ -2,12 +2,10 @@
 // delay, ack timeout, redelivery count, dead-letter and retry-letter topics.
 
 #include "client_fixture.h"
-
 #include <set>
 
 namespace nereus::client::test {
 namespace {
-
 
 TEST_F(ClientTest, AckedMessagesAreNotRedeliveredAfterResubscribe) {
     auto o = sub("ack", "s");

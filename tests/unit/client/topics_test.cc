@@ -1,12 +1,11 @@
 // Topics: partitioned topics (routing by key hash and round robin; a consumer over every
 // partition), multi-topic consumers, get_partitions, readers, seek by id and by time.
 
-#include "client_fixture.h"
-
 #include "nereus/broker/partitioned_topics.h"
 #include "nereus/broker/topic_name.h"
 #include "nereus/client/detail/topic.h"
 
+#include "client_fixture.h"
 #include <map>
 #include <set>
 
@@ -51,8 +50,7 @@ TEST_F(PartitionedTest, KeyedMessagesGoToTheKeysPartitionAndConsumerSeesAll) {
         auto id = wait(std::move(fs[i]));
         ASSERT_TRUE(id);
         partitions_of_key[keys[i]].insert(id->partition);
-        EXPECT_EQ(id->partition,
-                  static_cast<std::int32_t>(detail::murmur3_32(keys[i]) % 4));
+        EXPECT_EQ(id->partition, static_cast<std::int32_t>(detail::murmur3_32(keys[i]) % 4));
     }
     for (const auto& [k, ps] : partitions_of_key) {
         EXPECT_EQ(ps.size(), 1u) << k;

@@ -5,10 +5,8 @@
 // admitted payload format. doc/events.md.
 
 #include "events_fixture.h"
-
-#include <boost/json.hpp>
-
 #include <atomic>
+#include <boost/json.hpp>
 #include <set>
 #include <thread>
 
@@ -28,7 +26,8 @@ public:
     result<void> replace_atomically(std::span<const cursor> b, std::span<const row> i) override {
         return inner_.replace_atomically(b, i);
     }
-    result<apply_outcome> apply_once(const cursor& c, const operation& op,
+    result<apply_outcome> apply_once(const cursor& c,
+                                     const operation& op,
                                      std::span<const std::byte> payload) override {
         auto r = inner_.apply_once(c, op, payload);
         if (r) {
@@ -36,8 +35,12 @@ public:
         }
         return r;
     }
-    result<std::optional<cursor>> applied_cursor(std::uint32_t p) const { return inner_.applied(p); }
-    result<std::optional<cursor>> applied(std::uint32_t p) const override { return inner_.applied(p); }
+    result<std::optional<cursor>> applied_cursor(std::uint32_t p) const {
+        return inner_.applied(p);
+    }
+    result<std::optional<cursor>> applied(std::uint32_t p) const override {
+        return inner_.applied(p);
+    }
     result<std::vector<row>> rows() const override { return inner_.rows(); }
 
     int applied_count = 0;
@@ -132,8 +135,9 @@ TEST_F(EventsTest, BarrierUnderConcurrentWritesLosesAndDuplicatesNothing) {
     EXPECT_EQ(event_entries, expected_events);
     EXPECT_EQ(counted.already, 0);
     EXPECT_EQ(counted.applied_count, static_cast<int>(expected_events.size()));
-    std::printf("barrier at entry %lld; %zu writes during/after the snapshot, %zu after the barrier\n",
-                static_cast<long long>(barrier_entry), written.size(), expected_events.size());
+    std::printf(
+        "barrier at entry %lld; %zu writes during/after the snapshot, %zu after the barrier\n",
+        static_cast<long long>(barrier_entry), written.size(), expected_events.size());
 }
 
 TEST_F(EventsTest, LostAckReplyIsConfirmedByRepeatingTheAckId) {
@@ -196,8 +200,8 @@ TEST_F(EventsTest, CrashBetweenApplyAndAckIsAppliedOnce) {
     {
         auto store = open_store("crash");
         auto a = process("A", make_policy(), store.get());
-        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
-                        .has_value());
+        ASSERT_TRUE(
+            run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
         for (int i = 0; i < 5; ++i) {
             put("k" + std::to_string(i), "after-" + std::to_string(i));
         }
@@ -235,8 +239,8 @@ TEST_F(EventsTest, ResumeContinuesAndSnapshotRebuildsAtANewEpoch) {
     {
         auto store = open_store("resume");
         auto a = process("A", make_policy(), store.get());
-        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
-                        .has_value());
+        ASSERT_TRUE(
+            run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
         epoch = a->position("orders-projection", in(20s))->epoch;
         ASSERT_TRUE(a->release("orders-projection", in(20s)).has_value());
     }
@@ -308,8 +312,8 @@ TEST_F(EventsTest, ExpiryWithResnapshotStartsAMarkedEpoch) {
         put("k" + std::to_string(i), "v" + std::to_string(i));
     }
     auto store = open_store("resnap");
-    auto a = process("A", make_policy(restart_policy::resume, expiry_policy::resnapshot),
-                     store.get());
+    auto a =
+        process("A", make_policy(restart_policy::resume, expiry_policy::resnapshot), store.get());
     ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
     const auto epoch = a->position("orders-projection", in(20s))->epoch;
     put("k1", "skipped-1");
@@ -339,8 +343,8 @@ TEST_F(EventsTest, ExpiryWithResnapshotStartsAMarkedEpoch) {
 TEST_F(EventsTest, TimeoutIsNeverTakenAsExpiry) {
     put("k1", "v1");
     auto store = open_store("timeout");
-    auto a = process("A", make_policy(restart_policy::resume, expiry_policy::resnapshot),
-                     store.get());
+    auto a =
+        process("A", make_policy(restart_policy::resume, expiry_policy::resnapshot), store.get());
     const auto before = a->position("orders-projection", in(20s)).value();
     // A poll whose deadline passes delivers nothing and changes nothing.
     auto pg = a->poll("orders-projection", 128, std::chrono::steady_clock::now());
@@ -352,8 +356,8 @@ TEST_F(EventsTest, TimeoutIsNeverTakenAsExpiry) {
     auto dead = event_subscriptions::open(o);
     ASSERT_TRUE(dead.has_value());
     ASSERT_TRUE((*dead)->declare_policy("order-events", make_policy()).has_value());
-    auto reg = (*dead)->register_subscription({"orders-projection", "order-events"}, store.get(),
-                                              in(5s));
+    auto reg =
+        (*dead)->register_subscription({"orders-projection", "order-events"}, store.get(), in(5s));
     ASSERT_FALSE(reg.has_value());
     EXPECT_EQ(reg.error(), make_error_code(errc::timeout));
     auto after = a->position("orders-projection", in(20s)).value();
@@ -420,9 +424,9 @@ TEST_F(EventsTest, TwoProcessesSharingOneIdentityGetDisjointLeases) {
             continue;
         }
         take(*pg);
-        ASSERT_TRUE(b->ack("b-" + std::to_string(n++), "orders-projection", pg->through, 0ms,
-                           in(20s))
-                        .has_value());
+        ASSERT_TRUE(
+            b->ack("b-" + std::to_string(n++), "orders-projection", pg->through, 0ms, in(20s))
+                .has_value());
     }
     // The combined ack stream has no gap; A's page was delivered twice (to A, then to B), and
     // nothing else was.
@@ -448,8 +452,8 @@ TEST_F(EventsTest, OutOfOrderPagesAfterACrashLoseNothing) {
     auto a = process("A", make_policy(), store_a.get());
     auto b = process("B", make_policy(), store_b.get());
     ASSERT_TRUE(a && b);
-    ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store_a), until_idle())
-                    .has_value());
+    ASSERT_TRUE(
+        run(*a, "orders-projection", projection_handler(*store_a), until_idle()).has_value());
     std::vector<std::int64_t> page1;
     for (int i = 0; i < 5; ++i) {
         page1.push_back(put("a" + std::to_string(i), "page1-" + std::to_string(i)));
@@ -535,9 +539,9 @@ TEST_F(EventsTest, TrailingTombstoneSourceCompletesItsSnapshot) {
         }
         ASSERT_EQ(pg->kind, delivery_kind::snapshot);
         ASSERT_TRUE(h(*pg).get().has_value());
-        ASSERT_TRUE(a->ack("t-" + std::to_string(n++), "orders-projection", pg->through, 0ms,
-                           in(20s))
-                        .has_value());
+        ASSERT_TRUE(
+            a->ack("t-" + std::to_string(n++), "orders-projection", pg->through, 0ms, in(20s))
+                .has_value());
         complete = pg->snapshot_complete;
     }
     ASSERT_TRUE(complete) << "the snapshot of a source ending on a tombstone never completed";
@@ -580,8 +584,7 @@ TEST_F(EventsTest, TrailingTombstoneSourceCompletesItsSnapshot) {
 // removes what was not committed. Only once that cursor is gone (the subscription deleted /
 // expired) can the history be trimmed — and then only up to the compaction cursor
 // (`__compaction`, also durable) until the next compaction moves it.
-class RetentionExpiryTest : public EventsTest,
-                            public ::testing::WithParamInterface<expiry_policy> {
+class RetentionExpiryTest : public EventsTest, public ::testing::WithParamInterface<expiry_policy> {
 protected:
     std::string admin_body(std::string_view method, const std::string& target) {
         auto h = detail::admin_http::open("http://127.0.0.1:" + std::to_string(admin_->port()));
@@ -608,8 +611,7 @@ protected:
                   202U);
         const auto until = in(60s);
         while (std::chrono::steady_clock::now() < until) {
-            auto body =
-                admin_body("GET", "/admin/v2/persistent/public/default/orders/compaction");
+            auto body = admin_body("GET", "/admin/v2/persistent/public/default/orders/compaction");
             if (body.find("SUCCESS") != std::string::npos) {
                 return;
             }
@@ -637,7 +639,8 @@ TEST_P(RetentionExpiryTest, TrimmedHistory) {
     const auto held = put("k1", "kept-1");
     put("k7", "kept-7");
     ASSERT_EQ(trim(), 204U);
-    EXPECT_LE(first_entry(), held) << "retention trimmed history the subscription had not committed";
+    EXPECT_LE(first_entry(), held)
+        << "retention trimmed history the subscription had not committed";
     ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
     EXPECT_EQ(rows_of(*store), expected_);
     const auto before = a->position("orders-projection", in(20s)).value();
@@ -704,7 +707,8 @@ TEST_P(RetentionExpiryTest, TrimmedHistory) {
     EXPECT_EQ(rows_of(*store), expected_);
 }
 
-INSTANTIATE_TEST_SUITE_P(StopAndResnapshot, RetentionExpiryTest,
+INSTANTIATE_TEST_SUITE_P(StopAndResnapshot,
+                         RetentionExpiryTest,
                          ::testing::Values(expiry_policy::stop, expiry_policy::resnapshot),
                          [](const auto& info) {
                              return info.param == expiry_policy::stop ? std::string("Stop")
@@ -822,8 +826,8 @@ TEST_F(EventsTest, ProcessKilledBetweenApplyAndAckIsAppliedOnceByItsReplacement)
     {
         auto store = open_store("sigkill");
         auto a = process("A", make_policy(), store.get());
-        ASSERT_TRUE(run(*a, "orders-projection", projection_handler(*store), until_idle())
-                        .has_value());
+        ASSERT_TRUE(
+            run(*a, "orders-projection", projection_handler(*store), until_idle()).has_value());
         ASSERT_TRUE(a->release("orders-projection", in(20s)).has_value());
     }
     for (int i = 0; i < 6; ++i) {
@@ -840,8 +844,8 @@ TEST_F(EventsTest, ProcessKilledBetweenApplyAndAckIsAppliedOnceByItsReplacement)
     EXPECT_EQ(rows_of(*store), expected_);  // the child's apply is durable
     counting_projection counted(*store);
     auto b = process("B", make_policy(), store.get());
-    ASSERT_TRUE(run(*b, "orders-projection", projection_handler(counted), until_idle())
-                    .has_value());
+    ASSERT_TRUE(
+        run(*b, "orders-projection", projection_handler(counted), until_idle()).has_value());
     EXPECT_EQ(counted.already, 6);  // redelivered, recognised by the full cursor
     EXPECT_EQ(counted.applied_count, 0);
     EXPECT_EQ(rows_of(*store), expected_);
@@ -864,8 +868,8 @@ TEST_F(EventsTest, DrainFigures) {
     ASSERT_TRUE(run(*a, "orders-projection", h, until_idle()).has_value());
     std::vector<std::future<result<client::message_id>>> fs;
     for (int i = 0; i < 2000; ++i) {
-        auto m = client::outgoing_message::text("v" + std::to_string(i)).with_key(
-            "k" + std::to_string(i % 500));
+        auto m = client::outgoing_message::text("v" + std::to_string(i))
+                     .with_key("k" + std::to_string(i % 500));
         m.properties.emplace_back(admitted_format::format_property, "order/v1");
         expected_["k" + std::to_string(i % 500)] = "v" + std::to_string(i);
         fs.push_back(producer_.send(std::move(m), asio::use_future));
@@ -891,12 +895,13 @@ TEST_F(EventsTest, DrainFigures) {
     // The idle tail (2 empty polls of 300 ms and a position read) is part of t1 - t0.
     const double s = std::chrono::duration<double>(t1 - t0).count();
     const double hs = std::chrono::duration<double>(in_handler).count();
-    std::printf("drain: %llu deliveries in %llu pages, %.2f s incl. ~0.6 s idle tail: %.0f "
-                "deliveries/s; %.2f s of it in the handler (SQLite apply_once, one fsynced "
-                "transaction per event); poll+ack+tail %.2f s\n",
-                static_cast<unsigned long long>(r->deliveries),
-                static_cast<unsigned long long>(r->pages_acked), s,
-                static_cast<double>(r->deliveries) / s, hs, s - hs);
+    std::printf(
+        "drain: %llu deliveries in %llu pages, %.2f s incl. ~0.6 s idle tail: %.0f "
+        "deliveries/s; %.2f s of it in the handler (SQLite apply_once, one fsynced "
+        "transaction per event); poll+ack+tail %.2f s\n",
+        static_cast<unsigned long long>(r->deliveries),
+        static_cast<unsigned long long>(r->pages_acked), s, static_cast<double>(r->deliveries) / s,
+        hs, s - hs);
     // One page of one event: poll + ack round trip.
     put("k1", "one");
     const auto p0 = std::chrono::steady_clock::now();
@@ -934,8 +939,8 @@ TEST_F(EventsTest, RestartMidSnapshotUnderTheSameHolderRetakesTheWholeSnapshot) 
         ASSERT_TRUE(a->ack("mid-1", "orders-projection", pg->through, 0ms, in(20s)).has_value());
     }
     auto again = process("same", pol, store.get());
-    ASSERT_TRUE(run(*again, "orders-projection", projection_handler(*store), until_idle())
-                    .has_value());
+    ASSERT_TRUE(
+        run(*again, "orders-projection", projection_handler(*store), until_idle()).has_value());
     EXPECT_EQ(rows_of(*store), expected_);
 }
 
@@ -954,8 +959,7 @@ TEST_F(EventsTest, SingleFilterAcksOnlyAfterTheHandlersAsynchronousWorkCompleted
     auto store = open_store("single");
     auto s = open("A");
     ASSERT_TRUE(s->declare_policy("order-events", make_policy()).has_value());
-    ASSERT_TRUE(s->register_subscription({"orders-projection", "order-events",
-                                          filter_mode::single},
+    ASSERT_TRUE(s->register_subscription({"orders-projection", "order-events", filter_mode::single},
                                          store.get(), in(60s))
                     .has_value());
     EXPECT_EQ(s->find_registration("orders-projection")->filter, filter_mode::single);

@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
         return 5;
     }
     const auto deadline = std::chrono::steady_clock::now() + 60s;
-    if (auto r = (*subs)->register_subscription({"orders-projection", "order-events"},
-                                                store->get(), deadline);
+    if (auto r = (*subs)->register_subscription({"orders-projection", "order-events"}, store->get(),
+                                                deadline);
         !r) {
         std::printf("REGISTER %s\n", r.error().message().c_str());
         return 6;

@@ -15,9 +15,9 @@
 #include "nereus/events/host.h"
 #include "nereus/events/sqlite_projection.h"
 
-#include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/asio/use_future.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -30,7 +30,9 @@ namespace nereus::events::test {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-inline deadline_t in(std::chrono::milliseconds d) { return std::chrono::steady_clock::now() + d; }
+inline deadline_t in(std::chrono::milliseconds d) {
+    return std::chrono::steady_clock::now() + d;
+}
 
 // A projection store that is not durable (memory only): RESUME must refuse it.
 class memory_projection final : public projection_repository {
@@ -40,7 +42,8 @@ public:
         rows_.assign(image.begin(), image.end());
         return {};
     }
-    result<apply_outcome> apply_once(const cursor&, const operation&,
+    result<apply_outcome> apply_once(const cursor&,
+                                     const operation&,
                                      std::span<const std::byte>) override {
         return apply_outcome::applied;
     }
@@ -104,7 +107,8 @@ protected:
 
     // Sends key=value (empty value: a tombstone) in the admitted format (or `format`);
     // returns the message's entry id and records the source's expected final state.
-    std::int64_t put(const std::string& key, const std::string& value,
+    std::int64_t put(const std::string& key,
+                     const std::string& value,
                      const std::string& format = "order/v1") {
         auto m = client::outgoing_message::text(value).with_key(key);
         if (!format.empty()) {
@@ -152,7 +156,8 @@ protected:
     }
 
     // Opens, declares `pol` as "order-events" and registers "orders-projection".
-    std::unique_ptr<event_subscriptions> process(const std::string& holder, const policy& pol,
+    std::unique_ptr<event_subscriptions> process(const std::string& holder,
+                                                 const policy& pol,
                                                  const projection_repository* store,
                                                  result<void>* reg_result = nullptr) {
         auto s = open(holder);
@@ -189,7 +194,8 @@ protected:
     }
 
     // Admin request status (0 on transport failure), e.g. an operator's skip/delete.
-    unsigned admin_request(std::string_view method, const std::string& target,
+    unsigned admin_request(std::string_view method,
+                           const std::string& target,
                            std::string_view body = {}) {
         auto h = detail::admin_http::open("http://127.0.0.1:" + std::to_string(admin_->port()));
         if (!h) {

@@ -2,8 +2,9 @@
 // across reopen, and crashes (a child process SIGKILLed between apply and commit, and at random
 // points of an apply loop): the applied cursor and the data always agree.
 
-#include "nereus/events/errc.h"
 #include "nereus/events/sqlite_projection.h"
+
+#include "nereus/events/errc.h"
 
 #include <gtest/gtest.h>
 
@@ -133,7 +134,8 @@ TEST_F(SqliteProjectionTest, SigkillAtRandomPointsKeepsCursorAndDataTogether) {
     for (int round = 0; round < 3; ++round) {
         const auto run = nereus::test::run_and_kill(
             {NEREUS_EVENTS_CRASH_CHILD, db_, "loop"},
-            std::chrono::milliseconds(150 + static_cast<int>(rng() % 350)), numbered("A ", confirmed + 1));
+            std::chrono::milliseconds(150 + static_cast<int>(rng() % 350)),
+            numbered("A ", confirmed + 1));
         ASSERT_TRUE(nereus::test::killed_by_sigkill(run.wait_status)) << run.output;
         std::istringstream in(run.output);
         std::string tag;

@@ -63,7 +63,7 @@ private:
 
 struct campaign_model {
     std::mutex mu;
-    std::map<offset, std::string> appended;  // confirmed appends: offset -> payload
+    std::map<offset, std::string> appended;     // confirmed appends: offset -> payload
     std::map<std::string, std::uint32_t> sent;  // every payload sent -> its batch size
     // Cursor "ind": confirmed whole-entry acks, confirmed batch-index acks, and acks sent
     // without a confirmation (either outcome is allowed for those entries).
@@ -80,14 +80,14 @@ struct campaign_model {
 
 std::string payload_for(std::uint64_t seed, int round, int i, std::uint32_t batch) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "s%llu-r%d-%d-b%u", static_cast<unsigned long long>(seed),
-                  round, i, batch);
+    std::snprintf(buf, sizeof buf, "s%llu-r%d-%d-b%u", static_cast<unsigned long long>(seed), round,
+                  i, batch);
     return buf;
 }
 
 bool confirmed(const result<cursor::op_result>& r) {
-    return r && (r->status == cursor::ack_status::ok ||
-                 r->status == cursor::ack_status::already_acked);
+    return r &&
+           (r->status == cursor::ack_status::ok || r->status == cursor::ack_status::already_acked);
 }
 
 // Checks the reopened ledger against the model, then makes the model exact again (acks and
@@ -161,7 +161,8 @@ void check_and_resolve(harness& h, campaign_model& m, const std::string& where) 
                     << "ind: confirmed batch-index ack " << x << ":" << i << " lost";
             }
         } else if (rem && !maybe) {
-            EXPECT_EQ(rem->indices().size(), stored.contains(x) ? stored[x].second : rem->indices().size())
+            EXPECT_EQ(rem->indices().size(),
+                      stored.contains(x) ? stored[x].second : rem->indices().size())
                 << "ind: " << x << " partly acked but never acked by the load";
         }
     }
@@ -234,7 +235,8 @@ void run_seed(std::uint64_t seed, int rounds, seed_figures& fig) {
     }
     campaign_model m;
     for (int round = 0; round < rounds; ++round) {
-        const std::string where = "seed " + std::to_string(seed) + " round " + std::to_string(round);
+        const std::string where =
+            "seed " + std::to_string(seed) + " round " + std::to_string(round);
         auto& fs = h.fs();
         const auto budget = rng() % 3;
         if (budget != 0) {
@@ -278,7 +280,8 @@ void run_seed(std::uint64_t seed, int rounds, seed_figures& fig) {
                         }
                         const offset at = e.at;
                         if (e.batch_size > 1 && rng() % 2 == 0) {
-                            const std::uint32_t idx = static_cast<std::uint32_t>(rng() % e.batch_size);
+                            const std::uint32_t idx =
+                                static_cast<std::uint32_t>(rng() % e.batch_size);
                             auto bits = cursor::batch_bits::none_set(e.batch_size);
                             bits.set(idx);
                             {
@@ -286,15 +289,16 @@ void run_seed(std::uint64_t seed, int rounds, seed_figures& fig) {
                                 m.ind_maybe.insert(at);
                             }
                             pending.add();
-                            ind->ack_batch_index(e.fence, at, bits,
-                                                 [&m, &pending, at, idx](result<cursor::op_result> a) {
-                                                     if (confirmed(a)) {
-                                                         std::lock_guard g(m.mu);
-                                                         m.ind_idx[at].insert(idx);
-                                                         ++m.confirmed_acks;
-                                                     }
-                                                     pending.done();
-                                                 });
+                            ind->ack_batch_index(
+                                e.fence, at, bits,
+                                [&m, &pending, at, idx](result<cursor::op_result> a) {
+                                    if (confirmed(a)) {
+                                        std::lock_guard g(m.mu);
+                                        m.ind_idx[at].insert(idx);
+                                        ++m.confirmed_acks;
+                                    }
+                                    pending.done();
+                                });
                         } else {
                             {
                                 std::lock_guard g(m.mu);
@@ -382,12 +386,12 @@ TEST(LedgerPowerLoss, ConfirmedAppendsAndAcksSurviveRandomCrashPoints) {
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("ledger power-loss campaign: seeds=%llu crashes=%llu confirmed appends=%llu "
-                "confirmed acks=%llu violations=0 seconds=%.1f\n",
-                static_cast<unsigned long long>(seeds),
-                static_cast<unsigned long long>(fig.rounds),
-                static_cast<unsigned long long>(fig.appends),
-                static_cast<unsigned long long>(fig.acks), secs);
+    std::printf(
+        "ledger power-loss campaign: seeds=%llu crashes=%llu confirmed appends=%llu "
+        "confirmed acks=%llu violations=0 seconds=%.1f\n",
+        static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(fig.rounds),
+        static_cast<unsigned long long>(fig.appends), static_cast<unsigned long long>(fig.acks),
+        secs);
 }
 
 }  // namespace

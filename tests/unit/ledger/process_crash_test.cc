@@ -28,9 +28,9 @@ TEST(LedgerProcessCrash, SigkillDuringAckLoadKeepsConfirmedAcks) {
     offset cumulative_floor = 0;
     for (int kill = 0; kill < 5; ++kill) {
         const std::string seed = std::to_string(rng());
-        const auto run = nereus::test::run_and_kill({NEREUS_LEDGER_CRASH_CHILD, dir, seed},
-                                                    std::chrono::milliseconds(300 + rng() % 700),
-                                                    "ready");
+        const auto run =
+            nereus::test::run_and_kill({NEREUS_LEDGER_CRASH_CHILD, dir, seed},
+                                       std::chrono::milliseconds(300 + rng() % 700), "ready");
         ASSERT_TRUE(nereus::test::killed_by_sigkill(run.wait_status))
             << "child ended on its own, wait status " << run.wait_status << ", output:\n"
             << run.output;

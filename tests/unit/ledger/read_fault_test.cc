@@ -16,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include "support/read_fault_fs.h"
-
 #include <atomic>
 #include <chrono>
 #include <cstdlib>

@@ -172,8 +172,8 @@ TEST(PerfOptions, RejectsBadValues) {
         {perf_mode::produce,
          {"--consume", "--subscription-type", "Key_Shared", "--ack", "cumulative"}},
         {perf_mode::produce, {"--topics", "10000", "--producers", "11"}},
-        {perf_mode::consume, {"--topics", "100000", "--consumers", "2",
-                              "--subscription-type", "Shared"}},
+        {perf_mode::consume,
+         {"--topics", "100000", "--consumers", "2", "--subscription-type", "Shared"}},
     };
     for (const auto& c : cases) {
         perf_options o;

@@ -15,7 +15,8 @@ namespace asio = boost::asio;
 void drain(asio::io_context& io) {
     for (;;) {
         io.restart();
-        if (io.poll() == 0) return;
+        if (io.poll() == 0)
+            return;
     }
 }
 

@@ -1,5 +1,6 @@
-#include "nereus/proto/pulsar_api.h"
 #include "nereus/runtime/codec.h"
+
+#include "nereus/proto/pulsar_api.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,8 @@ struct point {
         v = {{"x", p.x}, {"y", p.y}};
     }
     friend point tag_invoke(boost::json::value_to_tag<point>, const boost::json::value& v) {
-        return point{static_cast<int>(v.at("x").as_int64()), static_cast<int>(v.at("y").as_int64())};
+        return point{static_cast<int>(v.at("x").as_int64()),
+                     static_cast<int>(v.at("y").as_int64())};
     }
 };
 

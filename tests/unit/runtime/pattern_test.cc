@@ -1,8 +1,9 @@
 // The Pulsar binding's pattern resolution (runtime/pulsar/pattern.h): the namespace a pattern
 // names, and which listed topics (GET_TOPICS_OF_NAMESPACE's answer) it matches.
 
-#include "nereus/runtime/errc.h"
 #include "nereus/runtime/pulsar/pattern.h"
+
+#include "nereus/runtime/errc.h"
 
 #include <gtest/gtest.h>
 
@@ -15,9 +16,9 @@ TEST(Pattern, NamespaceIsTheLiteralTenantAndNamespace) {
 }
 
 TEST(Pattern, NonLiteralOrForeignNamespacesAreRefused) {
-    for (const char* p : {"persistent://pub.*/default/x", "persistent://public/def[a]ult/x",
-                          "non-persistent://public/default/x", "public/default/x",
-                          "persistent://public/default"}) {
+    for (const char* p :
+         {"persistent://pub.*/default/x", "persistent://public/def[a]ult/x",
+          "non-persistent://public/default/x", "public/default/x", "persistent://public/default"}) {
         auto r = pattern_namespace(p);
         ASSERT_FALSE(r) << p;
         EXPECT_EQ(r.error(), make_error_code(errc::invalid_spec)) << p;

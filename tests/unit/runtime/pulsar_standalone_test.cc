@@ -11,15 +11,15 @@
 #include "nereus/runtime/errc.h"
 #include "nereus/runtime/pulsar/connect.h"
 #include "nereus/runtime/runtime.h"
-#include "support/standalone_process.h"
 
+#include <gtest/gtest.h>
+
+#include "support/standalone_process.h"
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
-#include <gtest/gtest.h>
-
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -41,18 +41,21 @@ constexpr std::size_t broker_limit = 64 * 1024;  // maxMessageSize in the broker
 class standalone {
 public:
     standalone() {
-        std::string dir = (std::filesystem::temp_directory_path() / "nereus-pulsar-XXXXXX").string();
-        if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        std::string dir =
+            (std::filesystem::temp_directory_path() / "nereus-pulsar-XXXXXX").string();
+        if (::mkdtemp(dir.data()) == nullptr)
+            throw std::runtime_error("mkdtemp failed");
         dir_ = dir;
         const std::string conf = dir_ + "/broker.conf";
         std::ofstream(conf) << "maxMessageSize=" << broker_limit << "\n";
-        proc_ = std::make_unique<nereus::test::standalone_process>(nereus::test::standalone_options{
-            .binary = NEREUS_BINARY,
-            .data_dir = dir_ + "/data",
-            .log = dir_ + "/broker.log",
-            .args = {"--config", conf}});
+        proc_ = std::make_unique<nereus::test::standalone_process>(
+            nereus::test::standalone_options{.binary = NEREUS_BINARY,
+                                             .data_dir = dir_ + "/data",
+                                             .log = dir_ + "/broker.log",
+                                             .args = {"--config", conf}});
         if (!proc_->start(std::chrono::seconds(60))) {
-            throw std::runtime_error("nereus standalone did not start; see " + dir_ + "/broker.log");
+            throw std::runtime_error("nereus standalone did not start; see " + dir_ +
+                                     "/broker.log");
         }
     }
     ~standalone() {
@@ -79,7 +82,8 @@ template <class T>
 std::optional<T> run(asio::io_context& io, asio::awaitable<T> a) {
     auto out = std::make_shared<std::optional<T>>();
     asio::co_spawn(io, std::move(a), [out](std::exception_ptr e, T v) {
-        if (e) std::rethrow_exception(e);
+        if (e)
+            std::rethrow_exception(e);
         *out = std::move(v);
     });
     const auto until = std::chrono::steady_clock::now() + 60s;
@@ -109,8 +113,8 @@ TEST(PulsarStandalone, TransportReportsTheBrokersMaxMessageSizeAndRefusesBiggerP
     ASSERT_TRUE(first && *first);
     EXPECT_EQ(probe.max_message_size(), broker_limit) << "the value of CONNECTED";
 
-    auto exact = run(io, rt.publisher_handle().publish(
-                             topic, outgoing{std::string(broker_limit, 'x'), {}, {}}));
+    auto exact = run(
+        io, rt.publisher_handle().publish(topic, outgoing{std::string(broker_limit, 'x'), {}, {}}));
     ASSERT_TRUE(exact);
     EXPECT_TRUE(*exact) << "exactly max_message_size is accepted: " << exact->error().message();
     auto over = run(io, rt.publisher_handle().publish(

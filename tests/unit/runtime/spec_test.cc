@@ -1,5 +1,6 @@
-#include "nereus/runtime/errc.h"
 #include "nereus/runtime/spec.h"
+
+#include "nereus/runtime/errc.h"
 
 #include <gtest/gtest.h>
 

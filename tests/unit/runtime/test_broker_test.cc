@@ -35,8 +35,8 @@ TEST(TestBroker, RefusesWhatAServerRefuses) {
     fixture f;
     auto a = f.consume(spec("t", "s", subscription_type::exclusive), "a");
     ASSERT_NE(a, nullptr);
-    auto b = f.env.broker()->subscribe(f.env.executor(), spec("t", "s", subscription_type::exclusive),
-                                       "b", f.open);
+    auto b = f.env.broker()->subscribe(f.env.executor(),
+                                       spec("t", "s", subscription_type::exclusive), "b", f.open);
     ASSERT_FALSE(b);
     EXPECT_EQ(b.error(), make_error_code(errc::consumer_busy));
     auto c = f.env.broker()->subscribe(f.env.executor(), spec("t", "s", subscription_type::shared),
@@ -66,7 +66,8 @@ TEST(TestBroker, NackRedeliversWithTheCountAndSeekForgetsLaterAcks) {
     EXPECT_EQ(m2->payload, "m2");
     ASSERT_EQ(again->payload, "m0");
     EXPECT_EQ(again->redelivery_count, 1U);
-    for (const auto& m : {again, m1, m2}) ASSERT_TRUE(*f.env.run(c->ack(m)));
+    for (const auto& m : {again, m1, m2})
+        ASSERT_TRUE(*f.env.run(c->ack(m)));
     EXPECT_EQ(f.env.broker()->backlog("t", "s"), 0U);
     ASSERT_TRUE(*f.env.run(c->seek(position::message(m1->id))));
     EXPECT_EQ(f.env.broker()->backlog("t", "s"), 2U) << "acks at and after m1 are forgotten";
@@ -96,8 +97,8 @@ TEST(TestBroker, AHandleOfAClosedConnectionIsRefused) {
     auto r = f.env.run(c->ack(m));
     ASSERT_TRUE(r);
     EXPECT_EQ(r->error(), make_error_code(errc::shut_down));
-    auto again = f.env.broker()->subscribe(f.env.executor(), spec("t", "s2", subscription_type::shared),
-                                           "b", f.open);
+    auto again = f.env.broker()->subscribe(f.env.executor(),
+                                           spec("t", "s2", subscription_type::shared), "b", f.open);
     EXPECT_FALSE(again);
 }
 

@@ -15,11 +15,10 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <thread>
-
 #include "support/payloads.h"
 #include "support/store_helpers.h"
+#include <chrono>
+#include <thread>
 
 namespace nereus::storage {
 namespace {

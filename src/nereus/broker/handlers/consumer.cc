@@ -397,7 +397,8 @@ awaitable<void> connection::handle_get_last_message_id_compacted(const proto::fr
     reply_last_message_id(req, st, view.get());
 }
 
-void connection::reply_last_message_id(std::uint64_t req, const consumer_state& st,
+void connection::reply_last_message_id(std::uint64_t req,
+                                       const consumer_state& st,
                                        const compacted_view* view) {
     const auto& t = *st.t;
     proto::message_id last;

@@ -76,23 +76,26 @@ awaitable<void> connection::handle_producer(const proto::frame_view& f) {
             self->flush_receipts(st);
         });
     };
-    auto grant = (*t)->add_producer(wanted, mode, [weak, st, req] {
-        auto self = weak.lock();
-        if (!self) {
-            return;
-        }
-        asio::post(self->strand_, [self, st, req] {
-            auto it = self->producers_.find(st->id);
-            if (it == self->producers_.end() || it->second != st || st->closing) {
+    auto grant = (*t)->add_producer(
+        wanted, mode,
+        [weak, st, req] {
+            auto self = weak.lock();
+            if (!self) {
                 return;
             }
-            st->ready = true;
-            self->write_frame([&](proto::frame_buffer& b) {
-                return self->writer_.producer_success(
-                    b, {req, st->name, -1, std::nullopt, std::nullopt, true});
+            asio::post(self->strand_, [self, st, req] {
+                auto it = self->producers_.find(st->id);
+                if (it == self->producers_.end() || it->second != st || st->closing) {
+                    return;
+                }
+                st->ready = true;
+                self->write_frame([&](proto::frame_buffer& b) {
+                    return self->writer_.producer_success(
+                        b, {req, st->name, -1, std::nullopt, std::nullopt, true});
+                });
             });
-        });
-    }, on_closed);
+        },
+        on_closed);
     if (!grant) {
         error_reply(req, grant.error(),
                     grant.error() == make_error_code(proto::error_kind::producer_busy)

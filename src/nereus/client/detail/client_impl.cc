@@ -11,7 +11,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-
 #include <future>
 
 namespace nereus::client::detail {
@@ -173,8 +172,8 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::lookup_once(
             co_return error(conn.error());
         }
         const auto req = next_request_id();
-        auto resp = co_await (*conn)->request(
-            req, [&](proto::frame_buffer& out, proto::command_writer& w) {
+        auto resp =
+            co_await (*conn)->request(req, [&](proto::frame_buffer& out, proto::command_writer& w) {
                 return w.lookup(out, topic, req, authoritative);
             });
         if (!resp) {
@@ -196,7 +195,7 @@ asio::awaitable<result<std::shared_ptr<connection>>> client_impl::lookup_once(
                 co_return *conn;
             }
             auto co_result_ = co_await get_connection(*target);
-    co_return co_result_;
+            co_return co_result_;
         }
         authoritative = r.authoritative();
         ep = *target;
@@ -213,15 +212,16 @@ asio::awaitable<result<std::uint32_t>> client_impl::partitions(const std::string
         co_return error(conn.error());
     }
     const auto req = next_request_id();
-    auto resp = co_await (*conn)->request(
-        req, [&](proto::frame_buffer& out, proto::command_writer& w) {
+    auto resp =
+        co_await (*conn)->request(req, [&](proto::frame_buffer& out, proto::command_writer& w) {
             return w.partitioned_metadata(out, topic, req);
         });
     if (!resp) {
         co_return error(resp.error());
     }
     const auto& r = (*resp)->partitionmetadataresponse();
-    if (r.has_response() && r.response() == proto::pb::CommandPartitionedTopicMetadataResponse::Failed) {
+    if (r.has_response() &&
+        r.response() == proto::pb::CommandPartitionedTopicMetadataResponse::Failed) {
         co_return error(r.has_error() ? make_broker_error(r.error())
                                       : make_error_code(errc::lookup_failed));
     }
@@ -238,8 +238,8 @@ asio::awaitable<result<std::vector<std::string>>> client_impl::topics_of_namespa
         co_return error(conn.error());
     }
     const auto req = next_request_id();
-    auto resp = co_await (*conn)->request(
-        req, [&](proto::frame_buffer& out, proto::command_writer& w) {
+    auto resp =
+        co_await (*conn)->request(req, [&](proto::frame_buffer& out, proto::command_writer& w) {
             return w.get_topics_of_namespace(out, req, ns, 0);  // 0: persistent topics
         });
     if (!resp) {
@@ -250,7 +250,9 @@ asio::awaitable<result<std::vector<std::string>>> client_impl::topics_of_namespa
     co_return out;
 }
 
-void client_impl::add_entity(const std::shared_ptr<entity>& e) { entities_.push_back(e); }
+void client_impl::add_entity(const std::shared_ptr<entity>& e) {
+    entities_.push_back(e);
+}
 
 void client_impl::remove_entity(const entity* e) {
     std::erase_if(entities_, [e](const auto& w) {
@@ -291,8 +293,9 @@ void client_impl::shutdown() {
     auto self = shared_from_this();
     std::promise<void> done;
     auto fut = done.get_future();
-    asio::co_spawn(ex_, [self]() { return self->close_all(); },
-                   [&done](std::exception_ptr, result<void>) { done.set_value(); });
+    asio::co_spawn(
+        ex_, [self]() { return self->close_all(); },
+        [&done](std::exception_ptr, result<void>) { done.set_value(); });
     fut.wait();
     if (own_ioc_) {
         work_.reset();

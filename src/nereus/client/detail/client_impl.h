@@ -14,12 +14,11 @@
 #include "nereus/client/detail/connection.h"
 #include "nereus/client/options.h"
 
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>

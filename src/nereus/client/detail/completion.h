@@ -9,13 +9,12 @@
 #include "nereus/client/completion.h"
 
 #include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
-
 #include <utility>
 
 namespace nereus::client::detail {

@@ -12,7 +12,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-
 #include <charconv>
 #include <cstring>
 
@@ -175,8 +174,10 @@ asio::awaitable<result<void>> connection::open() {
     ready_ = true;
     last_received_ = steady::now();
     auto self = shared_from_this();
-    asio::co_spawn(ex_, [self]() { return self->read_loop(); }, log_escape);
-    asio::co_spawn(ex_, [self]() { return self->write_loop(); }, log_escape);
+    asio::co_spawn(
+        ex_, [self]() { return self->read_loop(); }, log_escape);
+    asio::co_spawn(
+        ex_, [self]() { return self->write_loop(); }, log_escape);
     NEREUS_LOG(client_log(), info, "connected to {} (protocol v{})", peer_.key(),
                protocol_version_);
     co_return result<void>{};
@@ -245,14 +246,24 @@ void connection::dispatch(const proto::frame_view& f) {
             return;
         case ct::pong:
             return;
-        case ct::success: respond(c.success().request_id()); return;
-        case ct::error: respond(c.error().request_id()); return;
-        case ct::producer_success: respond(c.producer_success().request_id()); return;
-        case ct::lookup_response: respond(c.lookuptopicresponse().request_id()); return;
+        case ct::success:
+            respond(c.success().request_id());
+            return;
+        case ct::error:
+            respond(c.error().request_id());
+            return;
+        case ct::producer_success:
+            respond(c.producer_success().request_id());
+            return;
+        case ct::lookup_response:
+            respond(c.lookuptopicresponse().request_id());
+            return;
         case ct::partitioned_metadata_response:
             respond(c.partitionmetadataresponse().request_id());
             return;
-        case ct::ack_response: respond(c.ackresponse().request_id()); return;
+        case ct::ack_response:
+            respond(c.ackresponse().request_id());
+            return;
         case ct::get_last_message_id_response:
             respond(c.getlastmessageidresponse().request_id());
             return;
@@ -262,7 +273,7 @@ void connection::dispatch(const proto::frame_view& f) {
         case ct::send_receipt:
         case ct::send_error:
         case ct::close_producer: {
-            const auto id = f.type() == ct::send_receipt  ? c.send_receipt().producer_id()
+            const auto id = f.type() == ct::send_receipt ? c.send_receipt().producer_id()
                             : f.type() == ct::send_error ? c.send_error().producer_id()
                                                          : c.close_producer().producer_id();
             auto it = producers_.find(id);
@@ -308,7 +319,8 @@ void connection::dispatch(const proto::frame_view& f) {
     }
 }
 
-void connection::request(std::uint64_t request_id, const build_fn& build,
+void connection::request(std::uint64_t request_id,
+                         const build_fn& build,
                          completion<command_ptr> done) {
     if (closed_ || !ready_) {
         done(error(errc::disconnected));
@@ -330,11 +342,12 @@ asio::awaitable<result<command_ptr>> connection::request(std::uint64_t request_i
     // g++ 12 destroys a lambda temporary inside a co_await expression twice (its captured
     // shared_ptr loses a reference): the initiation is a named local, never a temporary.
     auto init = [this, request_id, &build](auto h) {
-        request(request_id, build, completion<command_ptr>(handler<command_ptr>(std::move(h)), ex_));
+        request(request_id, build,
+                completion<command_ptr>(handler<command_ptr>(std::move(h)), ex_));
     };
-    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                    void(result<command_ptr>)>(init,
-                                                                               asio::use_awaitable);
+    auto co_result_ =
+        co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<command_ptr>)>(
+            init, asio::use_awaitable);
     co_return co_result_;
 }
 
@@ -360,11 +373,15 @@ void connection::send_raw(std::span<const std::byte> frame) {
 void connection::add_producer(std::uint64_t id, std::weak_ptr<producer_listener> l) {
     producers_[id] = std::move(l);
 }
-void connection::remove_producer(std::uint64_t id) { producers_.erase(id); }
+void connection::remove_producer(std::uint64_t id) {
+    producers_.erase(id);
+}
 void connection::add_consumer(std::uint64_t id, std::weak_ptr<consumer_listener> l) {
     consumers_[id] = std::move(l);
 }
-void connection::remove_consumer(std::uint64_t id) { consumers_.erase(id); }
+void connection::remove_consumer(std::uint64_t id) {
+    consumers_.erase(id);
+}
 
 void connection::tick(steady::time_point now) {
     if (closed_ || !ready_) {

@@ -29,7 +29,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -88,7 +87,8 @@ public:
     // Sends the frame `build` appends (build(out, writer) → result<size_t>) and completes with
     // the response command for `request_id` (an ERROR response becomes a broker_category
     // error). Fails at once when the frame cannot be encoded or the connection is closed.
-    using build_fn = std::function<result<std::size_t>(proto::frame_buffer&, proto::command_writer&)>;
+    using build_fn =
+        std::function<result<std::size_t>(proto::frame_buffer&, proto::command_writer&)>;
     void request(std::uint64_t request_id, const build_fn& build, completion<command_ptr> done);
     asio::awaitable<result<command_ptr>> request(std::uint64_t request_id, build_fn build);
 

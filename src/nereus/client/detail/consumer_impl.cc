@@ -8,14 +8,13 @@
 #include "nereus/proto/compression.h"
 #include "nereus/proto/pulsar_api.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <charconv>
 #include <random>
 
@@ -103,9 +102,9 @@ asio::awaitable<result<message_id>> send_via(std::shared_ptr<producer_impl> p, o
     auto init = [&p, &m, &ex](auto h) {
         p->send(std::move(m), completion<message_id>(handler<message_id>(std::move(h)), ex));
     };
-    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                    void(result<message_id>)>(init,
-                                                                              asio::use_awaitable);
+    auto co_result_ =
+        co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<message_id>)>(
+            init, asio::use_awaitable);
     co_return co_result_;
 }
 
@@ -152,13 +151,15 @@ const std::string& consumer_impl::reader_topic() const noexcept {
 void consumer_impl::publish_names() {
     std::vector<std::string> now;
     for (const auto& ts : topics_) {
-        if (!ts->removed) now.push_back(ts->topic);
+        if (!ts->removed)
+            now.push_back(ts->topic);
     }
     std::lock_guard lock(active_mu_);
     active_ = std::move(now);
 }
 
-std::size_t consumer_impl::add_topic_state(const std::string& name, std::int32_t partition,
+std::size_t consumer_impl::add_topic_state(const std::string& name,
+                                           std::int32_t partition,
                                            bool from_pattern) {
     // A removed slot of the same topic that nothing uses any more is taken again, so a topic
     // that comes and goes does not grow the table.
@@ -220,7 +221,8 @@ asio::awaitable<result<void>> consumer_impl::open(std::shared_ptr<consumer_impl>
         // The retry-letter topic's default name comes from the (first) topic: a pattern
         // subscription names it explicitly.
         if (self->options_.retry_enable &&
-            (!self->options_.dead_letter || self->options_.dead_letter->retry_letter_topic.empty())) {
+            (!self->options_.dead_letter ||
+             self->options_.dead_letter->retry_letter_topic.empty())) {
             co_return error(errc::invalid_argument);
         }
         auto p = topic_pattern::compile(self->options_.topics_pattern);
@@ -374,9 +376,9 @@ asio::awaitable<result<void>> consumer_impl::subscribe_topic_once(
         }
     }
     (*conn)->add_consumer(ts.consumer_id, ts.listener);
-    auto resp = co_await (*conn)->request(req, [&](proto::frame_buffer& out, proto::command_writer& w) {
-        return w.subscribe(out, a);
-    });
+    auto resp = co_await (*conn)->request(
+        req,
+        [&](proto::frame_buffer& out, proto::command_writer& w) { return w.subscribe(out, a); });
     if (!resp) {
         (*conn)->remove_consumer(ts.consumer_id);
         co_return error(resp.error());
@@ -387,9 +389,10 @@ asio::awaitable<result<void>> consumer_impl::subscribe_topic_once(
         (*conn)->remove_consumer(ts.consumer_id);
         const auto creq = self->client_->next_request_id();
         const auto cid = ts.consumer_id;
-        (void)co_await (*conn)->request(creq, [&](proto::frame_buffer& out, proto::command_writer& w) {
-            return w.close_consumer(out, cid, creq);
-        });
+        (void)co_await (*conn)->request(creq,
+                                        [&](proto::frame_buffer& out, proto::command_writer& w) {
+                                            return w.close_consumer(out, cid, creq);
+                                        });
         co_return error(errc::closed);
     }
     ts.conn = *conn;
@@ -420,7 +423,8 @@ void consumer_impl::on_closed(std::size_t t, bool connection_lost) {
     asio::co_spawn(client_->strand(), resubscribe(shared_from_this(), t), asio::detached);
 }
 
-asio::awaitable<void> consumer_impl::resubscribe(std::shared_ptr<consumer_impl> self, std::size_t t) {
+asio::awaitable<void> consumer_impl::resubscribe(std::shared_ptr<consumer_impl> self,
+                                                 std::size_t t) {
     auto& ts = *self->topics_[t];
     auto delay = self->client_->options().reconnect_backoff.initial;
     asio::steady_timer timer(self->client_->strand());
@@ -767,22 +771,22 @@ void consumer_impl::ack(const message_id& id, bool cumulative, completion<void> 
     a.cumulative = cumulative;
     a.ids = std::span<const proto::message_id>(&pid, 1);
     a.request_id = req;
-    ts.conn->request(req,
-                     [&](proto::frame_buffer& out, proto::command_writer& w) { return w.ack(out, a); },
-                     completion<command_ptr>(handler<command_ptr>([done = std::move(done)](
-                                                  result<command_ptr> r) mutable {
-                         if (!r) {
-                             done(error(r.error()));
-                             return;
-                         }
-                         const auto& resp = (*r)->ackresponse();
-                         if (resp.has_error()) {
-                             done(error(make_broker_error(resp.error())));
-                             return;
-                         }
-                         done(result<void>{});
-                     }),
-                                             client_->strand()));
+    ts.conn->request(
+        req, [&](proto::frame_buffer& out, proto::command_writer& w) { return w.ack(out, a); },
+        completion<command_ptr>(
+            handler<command_ptr>([done = std::move(done)](result<command_ptr> r) mutable {
+                if (!r) {
+                    done(error(r.error()));
+                    return;
+                }
+                const auto& resp = (*r)->ackresponse();
+                if (resp.has_error()) {
+                    done(error(make_broker_error(resp.error())));
+                    return;
+                }
+                done(result<void>{});
+            }),
+            client_->strand()));
 }
 
 void consumer_impl::nack(const message_id& id) {
@@ -913,7 +917,8 @@ asio::awaitable<void> consumer_impl::rediscover(std::shared_ptr<consumer_impl> s
     } else if (!self->closed_) {
         std::vector<std::string> want;
         for (const auto& n : *listed) {
-            if (self->pattern_->matches(n) && std::find(want.begin(), want.end(), n) == want.end()) {
+            if (self->pattern_->matches(n) &&
+                std::find(want.begin(), want.end(), n) == want.end()) {
                 want.push_back(n);
             }
         }
@@ -929,10 +934,9 @@ asio::awaitable<void> consumer_impl::rediscover(std::shared_ptr<consumer_impl> s
             if (self->closed_) {
                 break;
             }
-            const bool known = std::any_of(self->topics_.begin(), self->topics_.end(),
-                                           [&](const auto& ts) {
-                                               return !ts->removed && ts->topic == n;
-                                           });
+            const bool known =
+                std::any_of(self->topics_.begin(), self->topics_.end(),
+                            [&](const auto& ts) { return !ts->removed && ts->topic == n; });
             if (known) {
                 continue;
             }
@@ -971,9 +975,10 @@ asio::awaitable<void> consumer_impl::remove_topic(std::shared_ptr<consumer_impl>
         if (was_connected) {
             const auto req = self->client_->next_request_id();
             const auto cid = ts.consumer_id;
-            (void)co_await conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
-                return w.close_consumer(o, cid, req);
-            });
+            (void)co_await conn->request(req,
+                                         [&](proto::frame_buffer& o, proto::command_writer& w) {
+                                             return w.close_consumer(o, cid, req);
+                                         });
         }
     }
     NEREUS_LOG(client_log(), info, "consumer {}: topic {} no longer matches/listed; closed",
@@ -1030,13 +1035,12 @@ asio::awaitable<void> consumer_impl::dead_letter(std::shared_ptr<consumer_impl> 
                 self->ack(id, false,
                           completion<void>(handler<void>(std::move(h)), self->client_->strand()));
             };
-            auto acked = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                       void(result<void>)>(init,
-                                                                           asio::use_awaitable);
+            auto acked =
+                co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<void>)>(
+                    init, asio::use_awaitable);
             if (acked) {
                 NEREUS_LOG(client_log(), info, "consumer {}: {} moved to dead-letter topic {}",
-                           self->options_.consumer_name, m.id().to_string(),
-                           (*p)->topic());
+                           self->options_.consumer_name, m.id().to_string(), (*p)->topic());
                 co_return;
             }
         }
@@ -1097,8 +1101,9 @@ asio::awaitable<result<void>> consumer_impl::reconsume_later(std::shared_ptr<con
         self->ack(id, false,
                   completion<void>(handler<void>(std::move(h)), self->client_->strand()));
     };
-    auto co_result_ = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                    void(result<void>)>(init, asio::use_awaitable);
+    auto co_result_ =
+        co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(result<void>)>(
+            init, asio::use_awaitable);
     co_return co_result_;
 }
 
@@ -1229,9 +1234,10 @@ asio::awaitable<result<void>> consumer_impl::unsubscribe(std::shared_ptr<consume
         }
         const auto req = self->client_->next_request_id();
         const auto cid = ts->consumer_id;
-        auto r = co_await ts->conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
-            return w.unsubscribe(o, cid, req);
-        });
+        auto r =
+            co_await ts->conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
+                return w.unsubscribe(o, cid, req);
+            });
         if (!r && out) {
             out = error(r.error());
         }
@@ -1261,9 +1267,10 @@ asio::awaitable<result<void>> consumer_impl::close(std::shared_ptr<consumer_impl
         if (ts->connected) {
             const auto req = self->client_->next_request_id();
             const auto cid = ts->consumer_id;
-            auto r = co_await conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
-                return w.close_consumer(o, cid, req);
-            });
+            auto r =
+                co_await conn->request(req, [&](proto::frame_buffer& o, proto::command_writer& w) {
+                    return w.close_consumer(o, cid, req);
+                });
             if (!r && out && !(r.error() == make_error_code(errc::disconnected))) {
                 out = error(r.error());
             }

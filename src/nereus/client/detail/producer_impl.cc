@@ -8,12 +8,11 @@
 #include "nereus/proto/errc.h"
 #include "nereus/proto/pulsar_api.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <algorithm>
 #include <random>
 
 namespace nereus::client::detail {
@@ -154,9 +153,9 @@ asio::awaitable<result<void>> producer_impl::connect_partition(std::shared_ptr<p
     }
     a.metadata = md;
     (*conn)->add_producer(ps.producer_id, ps.listener);
-    auto resp = co_await (*conn)->request(req, [&](proto::frame_buffer& out, proto::command_writer& w) {
-        return w.producer(out, a);
-    });
+    auto resp = co_await (*conn)->request(
+        req,
+        [&](proto::frame_buffer& out, proto::command_writer& w) { return w.producer(out, a); });
     if (!resp) {
         (*conn)->remove_producer(ps.producer_id);
         co_return error(resp.error());
@@ -265,7 +264,9 @@ std::size_t producer_impl::route(const outgoing_message& m) {
     return round_robin_++ % n;
 }
 
-void producer_impl::add_to_partition(std::size_t p, outgoing_message m, completion<message_id> done) {
+void producer_impl::add_to_partition(std::size_t p,
+                                     outgoing_message m,
+                                     completion<message_id> done) {
     auto& ps = *partitions_[p];
     const std::uint64_t seq = m.sequence_id.value_or(ps.next_sequence_id);
     ps.next_sequence_id = seq + 1;
@@ -371,8 +372,7 @@ void producer_impl::add_to_partition(std::size_t p, outgoing_message m, completi
         ++ps.batch_generation;
         if (options_.batch_max_delay.count() > 0 && options_.batch_max_messages > 1) {
             asio::co_spawn(client_->strand(),
-                           batch_timer(shared_from_this(), p, ps.batch_generation),
-                           asio::detached);
+                           batch_timer(shared_from_this(), p, ps.batch_generation), asio::detached);
         }
     }
     ps.batch_last_seq = seq;
@@ -495,8 +495,8 @@ void producer_impl::on_send_receipt(std::size_t p, const proto::pb::BaseCommand&
         id.partition = ps.partition;
         auto done = std::move(op);
         ps.ops.pop_front();
-        last_sequence_id_ = std::max<std::int64_t>(last_sequence_id_,
-                                                   static_cast<std::int64_t>(done.highest_sequence_id));
+        last_sequence_id_ = std::max<std::int64_t>(
+            last_sequence_id_, static_cast<std::int64_t>(done.highest_sequence_id));
         complete_op(done, id);
         return;
     }
@@ -522,8 +522,8 @@ void producer_impl::complete_op(send_op& op, const result<message_id>& first) {
 void producer_impl::on_send_error(std::size_t p, const proto::pb::BaseCommand& cmd) {
     auto& ps = *partitions_[p];
     const auto& e = cmd.send_error();
-    NEREUS_LOG(client_log(), warn, "producer {} on {}: SEND_ERROR seq {}: {} {}", ps.name,
-               ps.topic, e.sequence_id(), static_cast<int>(e.error()), e.message());
+    NEREUS_LOG(client_log(), warn, "producer {} on {}: SEND_ERROR seq {}: {} {}", ps.name, ps.topic,
+               e.sequence_id(), static_cast<int>(e.error()), e.message());
     for (auto it = ps.ops.begin(); it != ps.ops.end(); ++it) {
         if (it->sequence_id == e.sequence_id()) {
             auto op = std::move(*it);
@@ -606,8 +606,8 @@ void producer_impl::tick(steady::time_point now) {
     }
     if (expired) {
         // As Pulsar's clients do: a send timeout fails every pending message.
-        NEREUS_LOG(client_log(), warn, "producer {} on {}: send timeout, failing {} pending",
-                   name_, topic_, pending_);
+        NEREUS_LOG(client_log(), warn, "producer {} on {}: send timeout, failing {} pending", name_,
+                   topic_, pending_);
         fail_all(errc::timeout);
         return;
     }
@@ -650,9 +650,10 @@ asio::awaitable<result<void>> producer_impl::close(std::shared_ptr<producer_impl
         conn->remove_producer(ps->producer_id);
         const auto req = self->client_->next_request_id();
         const auto id = ps->producer_id;
-        auto r = co_await conn->request(req, [&](proto::frame_buffer& out_buf, proto::command_writer& w) {
-            return w.close_producer(out_buf, id, req);
-        });
+        auto r = co_await conn->request(
+            req, [&](proto::frame_buffer& out_buf, proto::command_writer& w) {
+                return w.close_producer(out_buf, id, req);
+            });
         if (!r && out) {
             out = error(r.error());
         }

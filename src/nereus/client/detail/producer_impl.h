@@ -18,7 +18,6 @@
 #include "nereus/proto/commands.h"
 
 #include <boost/asio/steady_timer.hpp>
-
 #include <cstdint>
 #include <deque>
 #include <memory>

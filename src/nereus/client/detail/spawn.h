@@ -9,7 +9,6 @@
 #include "nereus/client/errc.h"
 
 #include <boost/asio/co_spawn.hpp>
-
 #include <exception>
 
 namespace nereus::client::detail {

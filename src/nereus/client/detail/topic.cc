@@ -50,7 +50,9 @@ std::string base_topic_name(std::string_view full_topic) {
 std::uint32_t murmur3_32(std::string_view key) noexcept {
     constexpr std::uint32_t c1 = 0xcc9e2d51;
     constexpr std::uint32_t c2 = 0x1b873593;
-    auto rotl = [](std::uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
+    auto rotl = [](std::uint32_t x, int r) {
+        return (x << r) | (x >> (32 - r));
+    };
     const auto* data = reinterpret_cast<const unsigned char*>(key.data());
     const std::size_t len = key.size();
     std::uint32_t h = 0;

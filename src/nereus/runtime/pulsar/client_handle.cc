@@ -31,8 +31,12 @@ result<client_handle> client_handle::make(const asio::any_io_executor& ex, optio
     return client_handle(std::make_shared<state>(nc::client(ex, std::move(co)), std::move(o)));
 }
 
-const nc::client& client_handle::client() const { return s_->client; }
-const options& client_handle::settings() const { return s_->settings; }
+const nc::client& client_handle::client() const {
+    return s_->client;
+}
+const options& client_handle::settings() const {
+    return s_->settings;
+}
 
 namespace {
 
@@ -52,19 +56,23 @@ nc::subscription_type to_client(subscription_type t) {
 
 }  // namespace
 
-asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(
-    const client_handle& c, const asio::any_io_executor& ex, const subscriber_spec& spec,
-    std::string consumer_name) {
-    if (auto v = validate(spec); !v) co_return error(v.error());
+asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(const client_handle& c,
+                                                                  const asio::any_io_executor& ex,
+                                                                  const subscriber_spec& spec,
+                                                                  std::string consumer_name) {
+    if (auto v = validate(spec); !v)
+        co_return error(v.error());
     nc::consumer_options o;
     if (spec.topics.of == topic_selector::kind::pattern) {
         // The client lists the namespace, subscribes to what matches (possibly nothing yet) and
         // keeps listing it: topics created later join the same consumer (the driver's).
-        if (auto ns = pattern_namespace(spec.topics.pattern); !ns) co_return error(ns.error());
+        if (auto ns = pattern_namespace(spec.topics.pattern); !ns)
+            co_return error(ns.error());
         o.topics_pattern = spec.topics.pattern;
         o.pattern_auto_discovery_period = c.settings().pattern_auto_discovery_period;
     } else {
-        for (const auto& n : spec.topics.names) o.topics.push_back(full_topic_name(n));
+        for (const auto& n : spec.topics.names)
+            o.topics.push_back(full_topic_name(n));
     }
     o.subscription = spec.subscription;
     o.type = to_client(spec.type);
@@ -77,7 +85,8 @@ asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(
     // dead-letter policy is the runtime's own (driver.h), so the client's stays off.
     o.nack_redelivery_delay = std::chrono::milliseconds(0);
     auto r = co_await c.client().subscribe(o, asio::use_awaitable);
-    if (!r) co_return error(from_client(r.error()));
+    if (!r)
+        co_return error(from_client(r.error()));
     co_return make_consumer_port(ex, std::move(*r), spec.type);
 }
 
@@ -92,12 +101,14 @@ asio::awaitable<result<std::unique_ptr<producer_port>>> create_producer(
     o.compression = s.compression;
     o.send_timeout = s.send_timeout;
     auto r = co_await c.client().create_producer(o, asio::use_awaitable);
-    if (!r) co_return error(from_client(r.error()));
+    if (!r)
+        co_return error(from_client(r.error()));
     co_return make_producer_port(std::move(*r));
 }
 
 std::size_t max_message_size(const client_handle& c) {
-    if (auto learnt = c.client().max_message_size()) return *learnt;
+    if (auto learnt = c.client().max_message_size())
+        return *learnt;
     return c.settings().max_message_size;
 }
 

@@ -25,7 +25,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -85,7 +84,9 @@ static_assert(sizeof(client_handle) == sizeof(std::shared_ptr<client_handle::sta
 // pattern_auto_discovery_period, adding topics created later; no matching topic yet is fine),
 // wrapped as the driver's port.
 boost::asio::awaitable<result<std::unique_ptr<consumer_port>>> subscribe(
-    const client_handle& c, const boost::asio::any_io_executor& ex, const subscriber_spec& spec,
+    const client_handle& c,
+    const boost::asio::any_io_executor& ex,
+    const subscriber_spec& spec,
     std::string consumer_name);
 // One client producer on `topic`.
 boost::asio::awaitable<result<std::unique_ptr<producer_port>>> create_producer(

@@ -4,12 +4,11 @@
 #include "nereus/runtime/errc.h"
 #include "nereus/runtime/pulsar/errors.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -35,11 +34,12 @@ std::shared_ptr<client_message> convert(const nc::message& m) {
     const auto& id = m.id();
     d->id = message_id{id.ledger, id.entry, id.partition, id.batch_index};
     d->client_id = id;
-    if (m.has_key()) d->key = m.key();
+    if (m.has_key())
+        d->key = m.key();
     d->payload = std::string(m.payload_text());
     d->properties = m.properties();
-    d->published = std::chrono::duration_cast<std::chrono::milliseconds>(
-        m.publish_time().time_since_epoch());
+    d->published =
+        std::chrono::duration_cast<std::chrono::milliseconds>(m.publish_time().time_since_epoch());
     d->redelivery_count = m.redelivery_count();
     return d;
 }
@@ -72,7 +72,8 @@ public:
 
     asio::awaitable<result<message>> receive() override {
         for (;;) {
-            if (st_->interrupted) co_return error(errc::shut_down);
+            if (st_->interrupted)
+                co_return error(errc::shut_down);
             if (!st_->ready.empty()) {
                 auto m = std::move(st_->ready.front());
                 st_->ready.pop_front();
@@ -82,7 +83,8 @@ public:
                     // it was nacked (or its ack went unconfirmed).
                     auto& high = high_[m->topic];
                     if (m->id <= high) {
-                        if (awaiting_.erase(m->id) == 0) continue;
+                        if (awaiting_.erase(m->id) == 0)
+                            continue;
                     } else {
                         high = m->id;
                         awaiting_.erase(m->id);
@@ -93,8 +95,10 @@ public:
                 }
                 co_return message(std::move(m));
             }
-            if (st_->failed) co_return error(errc::shut_down);
-            if (!st_->pending) start_receive();
+            if (st_->failed)
+                co_return error(errc::shut_down);
+            if (!st_->pending)
+                start_receive();
             st_->wake.expires_at(asio::steady_timer::time_point::max());
             co_await st_->wake.async_wait(asio::as_tuple(asio::use_awaitable));
         }
@@ -109,7 +113,8 @@ public:
         const nc::message_id id = client_id(m);
         auto r = co_await c_.acknowledge(id, asio::use_awaitable);
         if (!r) {
-            if (single_active_) awaiting_.insert(m->id);  // the broker will send it again
+            if (single_active_)
+                awaiting_.insert(m->id);  // the broker will send it again
             co_return error(from_client(r.error()));
         }
         nacked_.erase(m->id);
@@ -123,7 +128,8 @@ public:
             ++nacked_[m->id];
         }
         auto r = co_await c_.redeliver(id, asio::use_awaitable);
-        if (!r) co_return error(from_client(r.error()));
+        if (!r)
+            co_return error(from_client(r.error()));
         co_return result<void>{};
     }
 
@@ -152,7 +158,8 @@ public:
             }
         }
         if (!r) {
-            if (r.error() == nc::errc::invalid_argument) co_return error(errc::seek_failed);
+            if (r.error() == nc::errc::invalid_argument)
+                co_return error(errc::seek_failed);
             co_return error(from_client(r.error()));
         }
         // What the client had handed over before the seek is from the old position: the client
@@ -192,14 +199,15 @@ private:
     // hands out again only the messages that were nacked or whose ack went unconfirmed.
     bool single_active_;
     std::map<std::string, message_id, std::less<>> high_;  // per topic: highest handed out
-    std::set<message_id> awaiting_;               // nacked / unconfirmed: may come again
-    std::map<message_id, std::uint32_t> nacked_;  // nacks sent per message, until its ack
+    std::set<message_id> awaiting_;                        // nacked / unconfirmed: may come again
+    std::map<message_id, std::uint32_t> nacked_;           // nacks sent per message, until its ack
 };
 
 }  // namespace
 
 std::unique_ptr<consumer_port> make_consumer_port(const asio::any_io_executor& ex,
-                                                  nc::consumer c, subscription_type type) {
+                                                  nc::consumer c,
+                                                  subscription_type type) {
     const bool single_active =
         type == subscription_type::exclusive || type == subscription_type::failover;
     return std::make_unique<client_consumer>(ex, std::move(c), single_active);

@@ -30,7 +30,6 @@
 #include "nereus/runtime/spec.h"
 
 #include <boost/asio/any_io_executor.hpp>
-
 #include <memory>
 
 namespace nereus::runtime::pulsar {

@@ -10,14 +10,16 @@ namespace nereus::runtime::pulsar {
 
 result<std::string> pattern_namespace(std::string_view pattern) {
     auto r = nereus::client::pattern_namespace(pattern);
-    if (!r) return error(errc::invalid_spec);
+    if (!r)
+        return error(errc::invalid_spec);
     return r;
 }
 
 result<std::vector<std::string>> matching_topics(std::string_view pattern,
                                                  const std::vector<std::string>& listed) {
     auto r = nereus::client::matching_topics(pattern, listed);
-    if (!r) return error(errc::invalid_spec);
+    if (!r)
+        return error(errc::invalid_spec);
     return r;
 }
 

@@ -3,7 +3,6 @@
 #include "nereus/runtime/pulsar/errors.h"
 
 #include <boost/asio/use_awaitable.hpp>
-
 #include <cstring>
 
 namespace nereus::runtime::pulsar {
@@ -20,11 +19,13 @@ public:
     asio::awaitable<result<message_id>> send(outgoing m) override {
         nc::outgoing_message out;
         out.payload.resize(m.payload.size());
-        if (!m.payload.empty()) std::memcpy(out.payload.data(), m.payload.data(), m.payload.size());
+        if (!m.payload.empty())
+            std::memcpy(out.payload.data(), m.payload.data(), m.payload.size());
         out.key = std::move(m.key);
         out.properties = std::move(m.properties);
         auto r = co_await p_.send(std::move(out), asio::use_awaitable);
-        if (!r) co_return error(from_client(r.error()));
+        if (!r)
+            co_return error(from_client(r.error()));
         co_return message_id{r->ledger, r->entry, r->partition, r->batch_index};
     }
 

@@ -2,11 +2,10 @@
 
 #include "nereus/runtime/errc.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <algorithm>
 #include <deque>
 #include <functional>
 #include <regex>
@@ -17,8 +16,11 @@ namespace asio = boost::asio;
 
 class test_consumer final : public consumer_port {
 public:
-    test_consumer(const asio::any_io_executor& ex, std::shared_ptr<test_broker> b,
-                  subscriber_spec spec, std::string name, std::shared_ptr<bool> conn_closed)
+    test_consumer(const asio::any_io_executor& ex,
+                  std::shared_ptr<test_broker> b,
+                  subscriber_spec spec,
+                  std::string name,
+                  std::shared_ptr<bool> conn_closed)
         : broker_(std::move(b)),
           spec_(std::move(spec)),
           name_(std::move(name)),
@@ -29,12 +31,14 @@ public:
         }
     }
     ~test_consumer() override {
-        if (!closed_) broker_->detach(*this);
+        if (!closed_)
+            broker_->detach(*this);
     }
 
     asio::awaitable<result<message>> receive() override {
         for (;;) {
-            if (closed_ || interrupted_ || *conn_closed_) co_return error(errc::shut_down);
+            if (closed_ || interrupted_ || *conn_closed_)
+                co_return error(errc::shut_down);
             if (!queue_.empty()) {
                 message m = std::move(queue_.front());
                 queue_.pop_front();
@@ -49,15 +53,18 @@ public:
         wake_.cancel();
     }
     asio::awaitable<result<void>> ack(const message& m) override {
-        if (closed_ || *conn_closed_) co_return error(errc::shut_down);
+        if (closed_ || *conn_closed_)
+            co_return error(errc::shut_down);
         co_return broker_->ack(*this, m);
     }
     asio::awaitable<result<void>> nack(const message& m) override {
-        if (closed_ || *conn_closed_) co_return error(errc::shut_down);
+        if (closed_ || *conn_closed_)
+            co_return error(errc::shut_down);
         co_return broker_->nack(*this, m);
     }
     asio::awaitable<result<void>> seek(const position& p) override {
-        if (closed_ || *conn_closed_) co_return error(errc::shut_down);
+        if (closed_ || *conn_closed_)
+            co_return error(errc::shut_down);
         co_return broker_->seek(*this, p);
     }
     asio::awaitable<void> close() override {
@@ -83,7 +90,8 @@ public:
             case topic_selector::kind::one:
             case topic_selector::kind::list:
                 for (const auto& n : spec_.topics.names) {
-                    if (full_topic_name(n) == topic) return true;
+                    if (full_topic_name(n) == topic)
+                        return true;
                 }
                 return false;
             case topic_selector::kind::pattern:
@@ -111,11 +119,13 @@ namespace {
 
 class test_producer final : public producer_port {
 public:
-    test_producer(std::shared_ptr<test_broker> b, std::shared_ptr<bool> conn_closed,
+    test_producer(std::shared_ptr<test_broker> b,
+                  std::shared_ptr<bool> conn_closed,
                   std::string topic)
         : broker_(std::move(b)), conn_closed_(std::move(conn_closed)), topic_(std::move(topic)) {}
     asio::awaitable<result<message_id>> send(outgoing m) override {
-        if (closed_ || *conn_closed_) co_return error(errc::shut_down);
+        if (closed_ || *conn_closed_)
+            co_return error(errc::shut_down);
         co_return broker_->publish(topic_, m);
     }
     asio::awaitable<void> close() override {
@@ -142,44 +152,55 @@ std::unique_ptr<producer_port> make_test_producer(std::shared_ptr<test_broker> b
 
 test_broker::topic_state& test_broker::topic(const std::string& full) {
     auto it = topics_.find(full);
-    if (it != topics_.end()) return it->second;
+    if (it != topics_.end())
+        return it->second;
     auto& t = topics_[full];
     t.name = full;
     t.ledger = next_ledger_++;
     for (auto* c : pattern_consumers_) {
-        if (c->matches(full)) attach(*c, t);
+        if (c->matches(full))
+            attach(*c, t);
     }
     return t;
 }
 
 result<std::unique_ptr<consumer_port>> test_broker::subscribe(
-    const asio::any_io_executor& ex, const subscriber_spec& spec, std::string consumer_name,
+    const asio::any_io_executor& ex,
+    const subscriber_spec& spec,
+    std::string consumer_name,
     std::shared_ptr<bool> connection_closed) {
-    if (*connection_closed) return error(errc::shut_down);
+    if (*connection_closed)
+        return error(errc::shut_down);
     NEREUS_TRY(validate(spec));
     std::vector<std::string> names;
     if (spec.topics.of == topic_selector::kind::pattern) {
         const std::regex re(spec.topics.pattern);
         for (const auto& [n, t] : topics_) {
-            if (std::regex_match(n, re)) names.push_back(n);
+            if (std::regex_match(n, re))
+                names.push_back(n);
         }
     } else {
-        for (const auto& n : spec.topics.names) names.push_back(full_topic_name(n));
+        for (const auto& n : spec.topics.names)
+            names.push_back(full_topic_name(n));
     }
     // The server's refusals first, before anything is attached.
     for (const auto& n : names) {
         auto t = topics_.find(n);
-        if (t == topics_.end()) continue;
+        if (t == topics_.end())
+            continue;
         auto s = t->second.subs.find(spec.subscription);
-        if (s == t->second.subs.end() || s->second.consumers.empty()) continue;
+        if (s == t->second.subs.end() || s->second.consumers.empty())
+            continue;
         if (s->second.type != spec.type || spec.type == subscription_type::exclusive) {
             return error(errc::consumer_busy);
         }
     }
-    auto c = std::make_unique<test_consumer>(ex, shared_from_this(), spec,
-                                             std::move(consumer_name), std::move(connection_closed));
-    for (const auto& n : names) attach(*c, topic(n));
-    if (spec.topics.of == topic_selector::kind::pattern) pattern_consumers_.push_back(c.get());
+    auto c = std::make_unique<test_consumer>(ex, shared_from_this(), spec, std::move(consumer_name),
+                                             std::move(connection_closed));
+    for (const auto& n : names)
+        attach(*c, topic(n));
+    if (spec.topics.of == topic_selector::kind::pattern)
+        pattern_consumers_.push_back(c.get());
     return std::unique_ptr<consumer_port>(std::move(c));
 }
 
@@ -196,10 +217,9 @@ void test_broker::attach(test_consumer& c, topic_state& t) {
     }
     s.consumers.push_back(&c);
     if (s.type == subscription_type::failover) {
-        std::stable_sort(s.consumers.begin(), s.consumers.end(),
-                         [](const test_consumer* a, const test_consumer* b) {
-                             return a->name() < b->name();
-                         });
+        std::stable_sort(
+            s.consumers.begin(), s.consumers.end(),
+            [](const test_consumer* a, const test_consumer* b) { return a->name() < b->name(); });
     }
     c.attached.push_back(t.name);
     dispatch(t, s);
@@ -226,15 +246,18 @@ void test_broker::detach(test_consumer& c) {
 
 void test_broker::dispatch(topic_state& t, sub_state& s) {
     for (;;) {
-        if (s.consumers.empty()) return;
+        if (s.consumers.empty())
+            return;
         std::size_t i = 0;
         bool from_redeliver = false;
         if (!s.redeliver.empty()) {
             i = *s.redeliver.begin();
             from_redeliver = true;
         } else {
-            while (s.read < t.log.size() && is_acked(s, s.read)) ++s.read;
-            if (s.read >= t.log.size()) return;
+            while (s.read < t.log.size() && is_acked(s, s.read))
+                ++s.read;
+            if (s.read >= t.log.size())
+                return;
             i = s.read;
         }
         const stored& m = t.log[i];
@@ -257,7 +280,8 @@ void test_broker::dispatch(topic_state& t, sub_state& s) {
         } else {
             ++s.read;
         }
-        if (is_acked(s, i)) continue;
+        if (is_acked(s, i))
+            continue;
         s.outstanding[i] = to;
         auto d = std::make_shared<message_data>();
         d->topic = t.name;
@@ -272,7 +296,8 @@ void test_broker::dispatch(topic_state& t, sub_state& s) {
 }
 
 result<message_id> test_broker::publish(const std::string& topic_name, const outgoing& m) {
-    if (m.payload.size() > settings_.max_message_size) return error(errc::message_too_large);
+    if (m.payload.size() > settings_.max_message_size)
+        return error(errc::message_too_large);
     auto& t = topic(full_topic_name(topic_name));
     stored s;
     s.id = message_id{t.ledger, static_cast<std::int64_t>(t.log.size()), -1, -1};
@@ -282,7 +307,8 @@ result<message_id> test_broker::publish(const std::string& topic_name, const out
     s.published = clock_->now();
     t.log.push_back(std::move(s));
     const message_id id = t.log.back().id;
-    for (auto& [name, sub] : t.subs) dispatch(t, sub);
+    for (auto& [name, sub] : t.subs)
+        dispatch(t, sub);
     return id;
 }
 
@@ -303,23 +329,29 @@ result<void> test_broker::ack(test_consumer& c, const message& m) {
         return error(errc::settle_failed);
     }
     auto t = topics_.find(m->topic);
-    if (t == topics_.end()) return error(errc::topic_not_found);
+    if (t == topics_.end())
+        return error(errc::topic_not_found);
     auto& s = t->second.subs.at(c.spec().subscription);
     const auto i = index_of(t->second, m->id);
-    if (!i) return error(errc::settle_failed);
+    if (!i)
+        return error(errc::settle_failed);
     s.outstanding.erase(*i);
     s.redeliver.erase(*i);
-    if (*i >= s.mark) s.acked.insert(*i);
-    while (s.acked.count(s.mark) != 0) s.acked.erase(s.mark++);
+    if (*i >= s.mark)
+        s.acked.insert(*i);
+    while (s.acked.count(s.mark) != 0)
+        s.acked.erase(s.mark++);
     return {};
 }
 
 result<void> test_broker::nack(test_consumer& c, const message& m) {
     auto t = topics_.find(m->topic);
-    if (t == topics_.end()) return error(errc::topic_not_found);
+    if (t == topics_.end())
+        return error(errc::topic_not_found);
     auto& s = t->second.subs.at(c.spec().subscription);
     const auto i = index_of(t->second, m->id);
-    if (!i) return error(errc::settle_failed);
+    if (!i)
+        return error(errc::settle_failed);
     auto o = s.outstanding.find(*i);
     if (o != s.outstanding.end() && o->second == &c) {
         s.outstanding.erase(o);
@@ -344,7 +376,8 @@ result<void> test_broker::seek(test_consumer& c, const position& p) {
                 break;
             case position::kind::id: {
                 const auto i = index_of(t, p.id);
-                if (!i) continue;  // another topic of the consumer
+                if (!i)
+                    continue;  // another topic of the consumer
                 at = *i;
                 break;
             }
@@ -366,30 +399,37 @@ result<void> test_broker::seek(test_consumer& c, const position& p) {
         s.outstanding.clear();
         s.redeliver.clear();
         s.redeliveries.clear();
-        for (auto* other : s.consumers) other->clear(t.name);
+        for (auto* other : s.consumers)
+            other->clear(t.name);
         dispatch(t, s);
     }
-    if (!any) return error(errc::seek_failed);
+    if (!any)
+        return error(errc::seek_failed);
     return {};
 }
 
 std::vector<std::string> test_broker::retained_payloads(const std::string& topic_name) const {
     std::vector<std::string> out;
     auto t = topics_.find(full_topic_name(topic_name));
-    if (t == topics_.end()) return out;
-    for (const auto& m : t->second.log) out.push_back(m.payload);
+    if (t == topics_.end())
+        return out;
+    for (const auto& m : t->second.log)
+        out.push_back(m.payload);
     return out;
 }
 
 std::size_t test_broker::backlog(const std::string& topic_name,
                                  const std::string& subscription) const {
     auto t = topics_.find(full_topic_name(topic_name));
-    if (t == topics_.end()) return 0;
+    if (t == topics_.end())
+        return 0;
     auto s = t->second.subs.find(subscription);
-    if (s == t->second.subs.end()) return 0;
+    if (s == t->second.subs.end())
+        return 0;
     std::size_t n = 0;
     for (std::size_t i = 0; i < t->second.log.size(); ++i) {
-        if (!is_acked(s->second, i)) ++n;
+        if (!is_acked(s->second, i))
+            ++n;
     }
     return n;
 }
@@ -397,7 +437,8 @@ std::size_t test_broker::backlog(const std::string& topic_name,
 std::size_t test_broker::consumers(const std::string& topic_name,
                                    const std::string& subscription) const {
     auto t = topics_.find(full_topic_name(topic_name));
-    if (t == topics_.end()) return 0;
+    if (t == topics_.end())
+        return 0;
     auto s = t->second.subs.find(subscription);
     return s == t->second.subs.end() ? 0 : s->second.consumers.size();
 }

@@ -34,7 +34,6 @@
 #include "nereus/runtime/spec.h"
 
 #include <boost/asio/any_io_executor.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -68,7 +67,8 @@ public:
     // Every message retained on `topic` (full or short name), in order.
     [[nodiscard]] std::vector<std::string> retained_payloads(const std::string& topic) const;
     // Messages of `subscription` on `topic` not yet acknowledged.
-    [[nodiscard]] std::size_t backlog(const std::string& topic, const std::string& subscription) const;
+    [[nodiscard]] std::size_t backlog(const std::string& topic,
+                                      const std::string& subscription) const;
     [[nodiscard]] std::size_t consumers(const std::string& topic,
                                         const std::string& subscription) const;
     void fail_next_acks(std::size_t n) { fail_acks_ = n; }
@@ -86,11 +86,11 @@ public:
     struct sub_state {
         subscription_type type = subscription_type::shared;
         std::vector<test_consumer*> consumers;
-        std::size_t mark = 0;                 // every index below is acknowledged
-        std::set<std::size_t> acked;          // individual acks at or above mark
-        std::size_t read = 0;                 // next index never dispatched
+        std::size_t mark = 0;                               // every index below is acknowledged
+        std::set<std::size_t> acked;                        // individual acks at or above mark
+        std::size_t read = 0;                               // next index never dispatched
         std::map<std::size_t, test_consumer*> outstanding;  // dispatched, unacked
-        std::set<std::size_t> redeliver;      // to dispatch again, lowest first
+        std::set<std::size_t> redeliver;                    // to dispatch again, lowest first
         std::map<std::size_t, std::uint32_t> redeliveries;
         std::size_t rr = 0;
     };

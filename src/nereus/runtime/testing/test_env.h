@@ -17,7 +17,6 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-
 #include <exception>
 #include <memory>
 #include <optional>
@@ -42,7 +41,8 @@ public:
     void run_until_idle() {
         for (;;) {
             io_.restart();
-            if (io_.poll() == 0) return;
+            if (io_.poll() == 0)
+                return;
         }
     }
     void advance(::nereus::runtime::clock::duration d) {
@@ -54,7 +54,8 @@ public:
     std::optional<T> run(boost::asio::awaitable<T> a) {
         auto out = std::make_shared<std::optional<T>>();
         boost::asio::co_spawn(io_, std::move(a), [out](std::exception_ptr e, T v) {
-            if (e) std::rethrow_exception(e);
+            if (e)
+                std::rethrow_exception(e);
             *out = std::move(v);
         });
         run_until_idle();
