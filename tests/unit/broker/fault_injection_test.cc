@@ -124,7 +124,7 @@ protected:
 
     // Waits for `ok` or an ERROR (kept in last_error_), bounded.
     bool answered(wire_client& c, command_type ok) {
-        const auto until = std::chrono::steady_clock::now() + 5s;
+        const auto until = std::chrono::steady_clock::now() + 15s;
         while (std::chrono::steady_clock::now() < until) {
             auto f = c.next(500ms);
             if (!f) {
@@ -374,8 +374,16 @@ TEST_P(FaultInjection, ClientsGetErrorsNothingUnpersistedIsConfirmedAndTheBroker
     }
     // 2. The fault, under load: every request answered (or the connection closed).
     {
-        auto c = connect();
+        // Connected before the fault is armed (unless it is armed at open), with a bounded
+        // retry: on a loaded machine one subscribe can miss answered()'s bound, and a missing
+        // connection would skip the load and read as "the fault never fired".
+        std::unique_ptr<wire_client> c;
+        const auto until = std::chrono::steady_clock::now() + 20s;
+        while (!(c = connect()) && !fc.at_open && std::chrono::steady_clock::now() < until) {
+            std::this_thread::sleep_for(100ms);
+        }
         if (!fc.at_open) {
+            ASSERT_TRUE(c) << "no connection before arming the fault; last error: " << last_error_;
             fc.arm(*fs_, *meta_);
         }
         // At least 4 rounds; more (bounded) until the fault reached something: how many
