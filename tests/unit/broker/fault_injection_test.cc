@@ -224,7 +224,10 @@ protected:
                         proto::ack_args a;
                         a.consumer_id = 0;
                         a.ids = std::span(&mid, 1);
-                        a.request_id = 1000 + id.entryid() + 1000000 * ack_round_;
+                        // One request id per ACK sent: an entry can legitimately be delivered
+                        // twice (a Shared consumer's redelivery after a reconnect), and each
+                        // of its ACKs must get its own answer.
+                        a.request_id = next_ack_request_id_++;
                         pending_acks[*a.request_id] = id.entryid();
                         c.send([&](proto::frame_buffer& b) {
                             return c.writer().ack(b, a).has_value();
@@ -254,7 +257,6 @@ protected:
                     break;
             }
         }
-        ++ack_round_;
         EXPECT_TRUE(pending_sends.empty()) << pending_sends.size() << " sends unanswered";
         EXPECT_TRUE(pending_acks.empty()) << pending_acks.size() << " acks unanswered";
         return pending_sends.empty() && pending_acks.empty();
@@ -348,8 +350,8 @@ protected:
     std::unique_ptr<meta::fault_store> meta_;
     std::unique_ptr<ledger_backend> backend_;
     std::unique_ptr<server> server_;
-    std::uint64_t ack_round_ = 0;
-    std::string last_error_;  // of the last refused connect()
+    std::uint64_t next_ack_request_id_ = 1000;  // above connect()'s request ids 1 and 2
+    std::string last_error_;                    // of the last refused connect()
 };
 
 TEST_P(FaultInjection, ClientsGetErrorsNothingUnpersistedIsConfirmedAndTheBrokerRecovers) {
