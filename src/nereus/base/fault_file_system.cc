@@ -583,6 +583,14 @@ result<void> fault_file_system::remove(const std::string& path) {
 result<void> fault_file_system::rename(const std::string& from, const std::string& to) {
     const std::lock_guard lock(s_->mu);
     NEREUS_FAULT_FS_CHECK();
+    return rename_locked(from, to, /*replace=*/true);
+}
+
+// Under s_->mu, so rename_noreplace's "does `to` exist" and the rename are one atomic step
+// (as renameat2(RENAME_NOREPLACE) is): two concurrent calls to one target never both succeed.
+result<void> fault_file_system::rename_locked(const std::string& from,
+                                              const std::string& to,
+                                              bool replace) {
     auto [fdir, fname] = s_->parent_of(from);
     auto [tdir, tname] = s_->parent_of(to);
     if (!fdir || !tdir || tname.empty()) {
@@ -594,8 +602,13 @@ result<void> fault_file_system::rename(const std::string& from, const std::strin
     }
     auto node = it->second;
     auto existing = tdir->entries.find(tname);
-    if (existing != tdir->entries.end() && existing->second->is_dir != node->is_dir) {
-        return sys(node->is_dir ? std::errc::not_a_directory : std::errc::is_a_directory);
+    if (existing != tdir->entries.end()) {
+        if (!replace) {
+            return sys(std::errc::file_exists);
+        }
+        if (existing->second->is_dir != node->is_dir) {
+            return sys(node->is_dir ? std::errc::not_a_directory : std::errc::is_a_directory);
+        }
     }
     fdir->entries.erase(it);
     tdir->entries[tname] = node;
@@ -603,14 +616,9 @@ result<void> fault_file_system::rename(const std::string& from, const std::strin
 }
 
 result<void> fault_file_system::rename_noreplace(const std::string& from, const std::string& to) {
-    {
-        const std::lock_guard lock(s_->mu);
-        NEREUS_FAULT_FS_CHECK();
-        if (s_->lookup(to)) {
-            return sys(std::errc::file_exists);
-        }
-    }
-    return rename(from, to);
+    const std::lock_guard lock(s_->mu);
+    NEREUS_FAULT_FS_CHECK();
+    return rename_locked(from, to, /*replace=*/false);
 }
 
 result<void> fault_file_system::create_dir(const std::string& path) {

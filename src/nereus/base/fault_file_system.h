@@ -91,6 +91,9 @@ public:
     struct state;  // implementation detail, shared with open handles
 
 private:
+    // rename / rename_noreplace with state::mu held.
+    result<void> rename_locked(const std::string& from, const std::string& to, bool replace);
+
     std::shared_ptr<state> s_;
 };
 
