@@ -33,6 +33,14 @@ std::uint16_t free_tcp_port() {
 http_reply http_get(std::uint16_t port,
                     const std::string& path,
                     std::chrono::milliseconds timeout) {
+    return http_request(port, "GET", path, {}, timeout);
+}
+
+http_reply http_request(std::uint16_t port,
+                        const std::string& method,
+                        const std::string& path,
+                        const std::string& body,
+                        std::chrono::milliseconds timeout) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return {};
@@ -41,8 +49,12 @@ http_reply http_get(std::uint16_t port,
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(port);
-    const std::string req =
-        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (!body.empty() || method != "GET") {
+        req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+               "\r\n";
+    }
+    req += "Connection: close\r\n\r\n" + body;
     std::string resp;
     bool complete = false;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&

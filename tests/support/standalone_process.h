@@ -37,6 +37,12 @@ struct http_reply {
 http_reply http_get(std::uint16_t port,
                     const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::seconds(5));
+// The same with any method and a JSON body (Content-Type: application/json).
+http_reply http_request(std::uint16_t port,
+                        const std::string& method,
+                        const std::string& path,
+                        const std::string& body,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 struct standalone_options {
     std::string binary;             // path of `nereus`
