@@ -175,6 +175,7 @@ private:
     void queue_append_done(std::shared_ptr<producer_state> p,
                            std::uint64_t serial,
                            result<position> r);
+    void post_drain();         // any thread: posts drain_append_done() to the strand
     void drain_append_done();  // strand: on_append_done() for everything queued
     void flush_receipts(const std::shared_ptr<producer_state>& p);
     void detach_consumer(std::uint64_t consumer_id);

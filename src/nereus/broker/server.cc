@@ -25,27 +25,57 @@ namespace nereus::broker {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+namespace {
+
+// One io_context per io thread (concurrency hint 1: a post from its own thread goes to the
+// thread-private queue, no lock and no wake-up).
+std::vector<std::unique_ptr<asio::io_context>> make_io_contexts(unsigned n) {
+    std::vector<std::unique_ptr<asio::io_context>> v;
+    for (unsigned i = 0; i < std::max(1U, n); ++i) {
+        v.push_back(std::make_unique<asio::io_context>(1));
+    }
+    return v;
+}
+
+std::vector<asio::any_io_executor> executors_of(
+    const std::vector<std::unique_ptr<asio::io_context>>& ios) {
+    std::vector<asio::any_io_executor> v;
+    for (const auto& io : ios) {
+        v.emplace_back(io->get_executor());
+    }
+    return v;
+}
+
+}  // namespace
+
 struct server::impl {
     impl(broker_options o, topic_backend& b)
         : options(std::move(o)),
           backend(b),
+          ios(make_io_contexts(options.io_threads)),
+          io(*ios.front()),
           acceptor(io),
           pool(options.blocking_threads),
-          topics(backend, io.get_executor(), options, &pool) {}
+          topics(backend, executors_of(ios), options, &pool) {}
 
     asio::awaitable<void> accept_loop();
     void prune_locked();
 
     broker_options options;
     topic_backend& backend;
-    asio::io_context io;
+    // Connection i is pinned to ios[i % n] (its strand, socket and every completion posted to
+    // it run on that one thread): a connection's work never bounces between threads, and a
+    // post to it wakes at most its own thread. ios[0] also runs the acceptor.
+    std::vector<std::unique_ptr<asio::io_context>> ios;
+    asio::io_context& io;
+    std::size_t next_io = 0;  // accept loop only
     tcp::acceptor acceptor;
     blocking_pool pool;
     topic_registry topics;
     std::unique_ptr<broker_context> ctx;
     std::atomic<std::uint16_t> bound_port{0};
     std::vector<std::thread> threads;
-    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
 
     mutable std::mutex mu;
     std::list<std::weak_ptr<connection>> connections;  // guarded by mu
@@ -57,7 +87,7 @@ struct server::impl {
 asio::awaitable<void> server::impl::accept_loop() {
     constexpr auto tok = asio::as_tuple(asio::use_awaitable);
     for (;;) {
-        auto strand = asio::make_strand(io);
+        auto strand = asio::make_strand(*ios[next_io++ % ios.size()]);
         tcp::socket socket(strand);
         auto [ec] = co_await acceptor.async_accept(socket, tok);
         if (ec) {
@@ -124,7 +154,9 @@ result<void> server::start() {
     m.backend.set_lost_handler([&m](const std::string& name) {
         asio::post(m.io, [&m, name] { m.topics.release_lost(name); });
     });
-    m.work.emplace(m.io.get_executor());
+    for (auto& io : m.ios) {
+        m.work.emplace_back(io->get_executor());
+    }
     asio::co_spawn(m.io, m.accept_loop(), [](std::exception_ptr e) {
         if (e) {
             try {
@@ -134,9 +166,9 @@ result<void> server::start() {
             }
         }
     });
-    const unsigned n = std::max(1U, m.options.io_threads);
-    for (unsigned i = 0; i < n; ++i) {
-        m.threads.emplace_back([&io = m.io] { io.run(); });
+    const auto n = static_cast<unsigned>(m.ios.size());
+    for (auto& io : m.ios) {
+        m.threads.emplace_back([&io = *io] { io.run(); });
     }
     m.started = true;
     NEREUS_LOG(
@@ -187,8 +219,10 @@ void server::stop() {
             NEREUS_LOG(broker_log(), warn, "blocking pool still busy at stop ({} jobs)",
                        m.pool.in_flight());
         }
-        m.work.reset();
-        m.io.stop();
+        m.work.clear();
+        for (auto& io : m.ios) {
+            io->stop();
+        }
         for (auto& t : m.threads) {
             t.join();
         }

@@ -1,10 +1,12 @@
 #pragma once
 
-// The broker's TCP server: an io_context run by a few threads, an acceptor bound to
-// options.bind_address:port (SO_REUSEADDR, so a restart right after a crash can bind again),
-// one strand per accepted connection, and a graceful stop.
+// The broker's TCP server: options.io_threads io threads, each running its own io_context; an
+// acceptor bound to options.bind_address:port (SO_REUSEADDR, so a restart right after a crash
+// can bind again); one strand per accepted connection, on the io_contexts round-robin (a
+// connection's work stays on one thread; topics get the io_contexts round-robin too); and a
+// graceful stop.
 //
-// Ownership: owns the io_context, the threads, the blocking pool (blocking_pool.h), the topic
+// Ownership: owns the io_contexts, the threads, the blocking pool (blocking_pool.h), the topic
 //   registry and every connection; borrows the backend, which must outlive the server.
 // Thread-safety: start() and stop() are called from one controlling thread (not an io thread);
 //   port() and connection_count() are thread-safe.

@@ -1,5 +1,7 @@
 #include "nereus/broker/topic.h"
 
+#include "nereus/base/assert.h"
+#include "nereus/base/wake_batch.h"
 #include "nereus/broker/logger.h"
 #include "nereus/proto/server_error.h"
 
@@ -154,16 +156,27 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
             // Completions run on a storage thread: wake the dispatchers from an io
             // thread, once per burst. The flag is cleared before the subscriptions are
             // read, so an append completing after that posts a new wake-up.
+            // In the storage committer's group, once after its last completion
+            // (base/wake_batch.h).
             if (!self->notify_posted_.exchange(true)) {
-                boost::asio::post(self->ex_, [self] {
-                    self->notify_posted_.store(false);
-                    self->notify_subscriptions();
-                });
+                auto wake = [](void* t) {
+                    static_cast<topic*>(t)->post_notify();
+                };
+                if (!wake_batch::defer(self, wake)) {
+                    self->post_notify();
+                }
             }
         }
     };
     static_assert(append_callback::fits_inline<decltype(finish)>);
     store_->append(entry, info, std::move(finish));
+}
+
+void topic::post_notify() {
+    boost::asio::post(ex_, [self = shared_from_this()] {
+        self->notify_posted_.store(false);
+        self->notify_subscriptions();
+    });
 }
 
 void topic::notify_subscriptions() {
@@ -247,7 +260,15 @@ topic_registry::topic_registry(topic_backend& backend,
                                boost::asio::any_io_executor ex,
                                const broker_options& options,
                                blocking_pool* pool)
-    : backend_(backend), ex_(std::move(ex)), options_(options), pool_(pool) {}
+    : backend_(backend), exs_{std::move(ex)}, options_(options), pool_(pool) {}
+
+topic_registry::topic_registry(topic_backend& backend,
+                               std::vector<boost::asio::any_io_executor> exs,
+                               const broker_options& options,
+                               blocking_pool* pool)
+    : backend_(backend), exs_(std::move(exs)), options_(options), pool_(pool) {
+    NEREUS_ASSERT(!exs_.empty(), "topic_registry needs an executor");
+}
 
 result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name,
                                                     bool create,
@@ -270,7 +291,8 @@ result<std::shared_ptr<topic>> topic_registry::open(const topic_name& name,
     if (!store) {
         return nereus::error(store.error());
     }
-    auto t = std::make_shared<topic>(name, std::move(*store), ex_, options_, pool_, &backend_);
+    auto t = std::make_shared<topic>(name, std::move(*store), exs_[next_ex_++ % exs_.size()],
+                                     options_, pool_, &backend_);
     topics_.emplace(full, t);
     NEREUS_LOG(broker_log(), info, "topic opened topic={}", full);
     return t;

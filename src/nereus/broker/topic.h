@@ -129,6 +129,7 @@ private:
         std::function<void()> on_closed;
     };
     std::string generate_name();
+    void post_notify();  // any thread: posts notify_subscriptions() to ex_
     void notify_subscriptions();
     // Waits until no creation/deletion of `name` is in progress. Requires: lock holds mu_.
     void wait_not_busy(std::unique_lock<std::mutex>& lock, const std::string& name);
@@ -164,6 +165,12 @@ public:
                    boost::asio::any_io_executor ex,
                    const broker_options& options,
                    blocking_pool* pool = nullptr);
+    // Topics opened get these executors round-robin (the server's per-thread io_contexts, so
+    // the topics' dispatch work spreads over the io threads). `exs` must not be empty.
+    topic_registry(topic_backend& backend,
+                   std::vector<boost::asio::any_io_executor> exs,
+                   const broker_options& options,
+                   blocking_pool* pool = nullptr);
 
     // `explicit_create` (admin API): create even when auto-creation of topics is off.
     // Blocking (topic recovery): call it on the blocking pool or an admin thread. Concurrent
@@ -192,10 +199,11 @@ public:
 
 private:
     topic_backend& backend_;
-    boost::asio::any_io_executor ex_;
+    std::vector<boost::asio::any_io_executor> exs_;
     const broker_options& options_;
     blocking_pool* const pool_;
     mutable std::mutex mu_;
+    std::size_t next_ex_ = 0;  // guarded by mu_
     std::condition_variable opening_cv_;
     std::map<std::string, std::shared_ptr<topic>> topics_;  // guarded by mu_
     std::set<std::string> opening_;                         // guarded by mu_: being opened

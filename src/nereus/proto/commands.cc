@@ -1,11 +1,26 @@
 #include "nereus/proto/commands.h"
 
 #include "nereus/proto/errc.h"
+#include "nereus/proto/protocol_version.h"
 #include "nereus/proto/pulsar_api.h"
+
+#include <algorithm>
 
 namespace nereus::proto {
 
 namespace {
+
+constexpr std::size_t max_varint_bytes = 10;
+
+// Protobuf base-128 varint; returns the position after it.
+std::byte* put_varint(std::byte* p, std::uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = static_cast<std::byte>((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    *p++ = static_cast<std::byte>(v);
+    return p;
+}
 
 pb::ServerError wire(server_error e) {
     return static_cast<pb::ServerError>(e);
@@ -175,6 +190,59 @@ command_writer::written command_writer::send_receipt(frame_buffer& out,
                                                      std::uint64_t sequence_id,
                                                      std::uint64_t highest_sequence_id,
                                                      const message_id& id) {
+    // One per produced message: the broker's receipts (ledger, entry, partition) are encoded
+    // directly, byte for byte what the generic path below writes (proto tests compare them),
+    // without clearing, checking, sizing and serialising the scratch BaseCommand.
+    if (id.batch_index == -1 && id.ack_set.empty() && id.batch_size <= 0 &&
+        peer_knows(command_type::send_receipt, options_.peer_protocol_version)) {
+        std::byte mid[3 * (1 + max_varint_bytes)];
+        std::byte* m = mid;
+        *m++ = std::byte{0x08};  // MessageIdData.ledgerId
+        m = put_varint(m, id.ledger_id);
+        *m++ = std::byte{0x10};  // entryId
+        m = put_varint(m, id.entry_id);
+        if (id.partition != -1) {
+            *m++ = std::byte{0x18};  // partition: int32, sign-extended to 64 bits on the wire
+            m = put_varint(m, static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)));
+        }
+        std::byte body[4 * (1 + max_varint_bytes) + 1 + sizeof mid];
+        std::byte* b = body;
+        *b++ = std::byte{0x08};  // CommandSendReceipt.producer_id
+        b = put_varint(b, producer_id);
+        *b++ = std::byte{0x10};  // sequence_id
+        b = put_varint(b, sequence_id);
+        *b++ = std::byte{0x1a};  // message_id (length-delimited, < 128 bytes)
+        *b++ = static_cast<std::byte>(m - mid);
+        b = std::copy(mid, m, b);
+        *b++ = std::byte{0x20};  // highest_sequence_id
+        b = put_varint(b, highest_sequence_id);
+        const auto body_size = static_cast<std::uint32_t>(b - body);  // < 128
+        // BaseCommand: type = SEND_RECEIPT (field 1), send_receipt (field 7).
+        const std::uint32_t command_size = 4 + body_size;
+        const auto total = static_cast<std::uint32_t>(size_field_bytes + command_size);
+        if (std::uint64_t{total} + size_field_bytes <= options_.max_frame_size) {
+            const std::size_t old = out.size();
+            out.resize(old + size_field_bytes + total);
+            std::byte* p = out.data() + old;
+            detail::store_be32(p, total);
+            detail::store_be32(p + size_field_bytes, command_size);
+            p += simple_frame_overhead;
+            *p++ = std::byte{0x08};
+            *p++ = static_cast<std::byte>(command_type::send_receipt);
+            *p++ = std::byte{0x3a};
+            *p++ = static_cast<std::byte>(body_size);
+            std::copy(body, b, p);
+            return size_field_bytes + total;
+        }
+    }
+    return send_receipt_generic(out, producer_id, sequence_id, highest_sequence_id, id);
+}
+
+command_writer::written command_writer::send_receipt_generic(frame_buffer& out,
+                                                             std::uint64_t producer_id,
+                                                             std::uint64_t sequence_id,
+                                                             std::uint64_t highest_sequence_id,
+                                                             const message_id& id) {
     auto* c = scratch(command_type::send_receipt).mutable_send_receipt();
     c->set_producer_id(producer_id);
     c->set_sequence_id(sequence_id);

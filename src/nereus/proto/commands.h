@@ -192,6 +192,13 @@ public:
                                        std::uint64_t sequence_id,
                                        std::uint64_t highest_sequence_id,
                                        const message_id& id);
+    // The same frame through the generic protobuf path (send_receipt() encodes the common
+    // case directly; tests compare the two).
+    [[nodiscard]] written send_receipt_generic(frame_buffer& out,
+                                               std::uint64_t producer_id,
+                                               std::uint64_t sequence_id,
+                                               std::uint64_t highest_sequence_id,
+                                               const message_id& id);
     [[nodiscard]] written send_error(frame_buffer& out,
                                      std::uint64_t producer_id,
                                      std::uint64_t sequence_id,

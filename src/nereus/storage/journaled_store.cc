@@ -2,6 +2,7 @@
 
 #include "nereus/base/assert.h"
 #include "nereus/base/crc32c.h"
+#include "nereus/base/wake_batch.h"
 #include "nereus/storage/logger.h"
 
 #include <fmt/format.h>
@@ -368,8 +369,12 @@ void journaled_store::commit_group(group& g) {
             fail_store(w.error());
         }
     }
-    for (auto& a : g.appends) {
-        a.done(offset(a.offset));
+    {
+        // The receivers' wake-ups (posts to io threads) run once each after the whole group.
+        const wake_batch wakes;
+        for (auto& a : g.appends) {
+            a.done(offset(a.offset));
+        }
     }
     g.reset();
 }

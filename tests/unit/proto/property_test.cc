@@ -164,5 +164,57 @@ RC_GTEST_PROP(FrameProperties, AnySingleByteCorruptionIsTypedOrSized, ()) {
     }
 }
 
+// SEND_RECEIPT is encoded directly (no protobuf objects, one per produced message); its bytes
+// must be exactly the generic path's, for every value width and partition (incl. negative).
+RC_GTEST_PROP(FrameProperties, DirectSendReceiptIsByteIdenticalToGeneric, ()) {
+    const auto u64 = [] {
+        return *rc::gen::oneOf(
+            rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
+            rc::gen::element<std::uint64_t>(127, 128, 16383, 16384, ~std::uint64_t{0}));
+    };
+    const std::uint64_t producer = u64();
+    const std::uint64_t sequence = u64();
+    const std::uint64_t highest = u64();
+    message_id id;
+    id.ledger_id = u64();
+    id.entry_id = u64();
+    id.partition = *rc::gen::oneOf(rc::gen::just(-1), rc::gen::arbitrary<std::int32_t>(),
+                                   rc::gen::inRange(-2, 200));
+    command_writer w;
+    frame_buffer direct;
+    frame_buffer generic;
+    const auto a = w.send_receipt(direct, producer, sequence, highest, id);
+    const auto b = w.send_receipt_generic(generic, producer, sequence, highest, id);
+    RC_ASSERT(a.has_value());
+    RC_ASSERT(b.has_value());
+    RC_ASSERT(*a == *b);
+    RC_ASSERT(std::vector<std::byte>(direct.begin(), direct.end()) ==
+              std::vector<std::byte>(generic.begin(), generic.end()));
+    // And it decodes to what was asked.
+    frame_decoder d;
+    const auto step = d.decode(std::span<const std::byte>(direct.data(), direct.size()));
+    RC_ASSERT(step.has_value() && step->complete);
+    const auto& r = step->frame.command().send_receipt();
+    RC_ASSERT(r.producer_id() == producer);
+    RC_ASSERT(r.sequence_id() == sequence);
+    RC_ASSERT(r.highest_sequence_id() == highest);
+    RC_ASSERT(r.message_id().ledgerid() == id.ledger_id);
+    RC_ASSERT(r.message_id().entryid() == id.entry_id);
+    RC_ASSERT(r.message_id().partition() == id.partition);
+}
+
+// Appended after existing bytes (the broker coalesces receipts into one buffer).
+TEST(FrameProperties, DirectSendReceiptAppendsToAFilledBuffer) {
+    command_writer w;
+    frame_buffer direct;
+    frame_buffer generic;
+    for (std::uint64_t i = 0; i < 300; ++i) {
+        const message_id id{.ledger_id = 7, .entry_id = i * 1000, .partition = i % 3 == 0 ? -1 : 2};
+        ASSERT_TRUE(w.send_receipt(direct, 1, i, i, id));
+        ASSERT_TRUE(w.send_receipt_generic(generic, 1, i, i, id));
+    }
+    EXPECT_TRUE(std::equal(direct.begin(), direct.end(), generic.begin(), generic.end()));
+}
+
 }  // namespace
 }  // namespace nereus::proto

@@ -1,5 +1,6 @@
 // PRODUCER, SEND (receipts in order, once durable), CLOSE_PRODUCER (connection handlers).
 
+#include "nereus/base/wake_batch.h"
 #include "nereus/broker/connection.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic_name.h"
@@ -198,8 +199,19 @@ void connection::queue_append_done(std::shared_ptr<producer_state> p,
         post = !std::exchange(done_posted_, true);
     }
     if (post) {
-        asio::post(strand_, [self = shared_from_this()] { self->drain_append_done(); });
+        // In the storage committer's group (base/wake_batch.h): one post per group, after its
+        // last completion, instead of one each time the strand has drained the queue.
+        auto wake = [](void* c) {
+            static_cast<connection*>(c)->post_drain();
+        };
+        if (!wake_batch::defer(shared_from_this(), wake)) {
+            post_drain();
+        }
     }
+}
+
+void connection::post_drain() {
+    asio::post(strand_, [self = shared_from_this()] { self->drain_append_done(); });
 }
 
 void connection::drain_append_done() {

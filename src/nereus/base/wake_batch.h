@@ -1,0 +1,49 @@
+#pragma once
+
+// wake_batch: one wake-up per target for a burst of completions run on one thread.
+//
+// A storage committer finishes a whole group (up to a window of appends) in one loop. Each
+// completion hands its result to an io thread, and a post to an idle io thread is a wake-up
+// (eventfd or futex write, then a context switch). The receivers coalesce their posts with a
+// "posted" flag, but the flag is cleared when the posted handler starts, so while the committer
+// is still completing the group the io thread woke for, it is woken again, several times per
+// group. Inside a wake_batch scope a completion registers its wake-up with defer() instead of
+// posting at once; the scope's end runs each registered wake-up once (the receiver's flag keeps
+// it to one registration per target and scope).
+//
+// Ownership: a wake_batch is a stack object on the completing thread; defer() keeps a
+//   shared_ptr to its target until the wake-up has run.
+// Thread-safety: thread-local; defer() registers with the calling thread's innermost scope.
+// Durability: none of its own. It only moves a wake-up to the end of the scope: the
+//   completions have already run (their results are handed over), only the notification that
+//   there is something to take waits, for the rest of the scope's completions (microseconds).
+
+#include <cstddef>
+#include <memory>
+
+namespace nereus {
+
+class wake_batch {
+public:
+    using wake_fn = void (*)(void* target);
+
+    // Becomes the calling thread's current scope (scopes nest).
+    wake_batch() noexcept;
+    // Runs every wake-up registered in this scope, in registration order.
+    ~wake_batch();
+    wake_batch(const wake_batch&) = delete;
+    wake_batch& operator=(const wake_batch&) = delete;
+    wake_batch(wake_batch&&) = delete;
+    wake_batch& operator=(wake_batch&&) = delete;
+
+    // In a scope on this thread: fn(target.get()) runs at the scope's end; returns true.
+    // Outside any scope: returns false and registers nothing (the caller wakes at once).
+    // Allocation: none per call once the thread's list has grown to its largest burst.
+    static bool defer(std::shared_ptr<void> target, wake_fn fn);
+
+private:
+    wake_batch* prev_;
+    std::size_t begin_;  // this scope's first entry in the thread's list
+};
+
+}  // namespace nereus
