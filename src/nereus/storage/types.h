@@ -49,6 +49,13 @@ struct store_options {
     std::chrono::milliseconds segment_min_age{0};
     // A journal file rolls (new file + directory sync) once it reaches this size.
     std::uint64_t journal_max_bytes = 64ULL << 20;
+    // A background thread prepares the next journal file ahead of need (journal/spare: this
+    // size, zero-filled with real writes, synced), so that commits overwrite allocated space
+    // instead of extending the file: an extending fdatasync also writes the inode and extent
+    // metadata (measured on ext4: p50 0.41 vs 0.20 ms per 4 KiB commit). Costs one spare file
+    // of disk and journal_max_bytes of background writes per journal file. Commits never wait
+    // for it: without a spare, a roll creates an empty file as before. false: no spare.
+    bool prepare_journal_files = true;
     // A checkpoint starts once this many journal bytes were written since the last one.
     std::uint64_t checkpoint_bytes = 32ULL << 20;
     // Bound on open segment files kept by the LRU descriptor cache.
