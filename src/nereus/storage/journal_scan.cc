@@ -1,9 +1,8 @@
 #include "nereus/storage/journal_scan.h"
 
-#include <string.h>  // memmem
-
 #include <algorithm>
 #include <cstring>
+#include <string.h>  // memmem
 #include <vector>
 
 namespace nereus::storage {

@@ -12,6 +12,8 @@ namespace nereus::storage {
 namespace {
 
 constexpr std::size_t kMaxIov = 512;
+// An unprepared active journal file asks for a spare once it holds this much.
+constexpr std::uint64_t kPrepareAfterBytes = 1ULL << 20;
 
 }  // namespace
 
@@ -193,8 +195,8 @@ std::optional<corruption_info> journaled_store::last_corruption() const {
 }
 
 store_stats journaled_store::stats() const {
-    return {stat_commits_.load(),        stat_appends_.load(),       stat_journal_bytes_.load(),
-            stat_checkpoints_.load(),    stat_segment_rolls_.load(), stat_journal_rolls_.load(),
+    return {stat_commits_.load(),          stat_appends_.load(),       stat_journal_bytes_.load(),
+            stat_checkpoints_.load(),      stat_segment_rolls_.load(), stat_journal_rolls_.load(),
             stat_prepared_journals_.load()};
 }
 
@@ -359,10 +361,12 @@ void journaled_store::commit_group(group& g) {
     }
     journal_pos_ += block.size();
     ++next_block_seq_;
-    // The next spare is prepared while this file fills: at once if this one is not prepared,
-    // else from half way (so a short-lived store writes one spare, not two).
+    // The next spare is prepared while this file fills: from half way, or, if this file is not
+    // prepared, once it holds kPrepareAfterBytes (so a store that writes little — a test, an
+    // idle per-topic store — never writes a spare).
     if (opts_.prepare_journal_files && !spare_requested_ &&
-        (!journal_prepared_ || journal_pos_ >= opts_.journal_max_bytes / 2)) {
+        journal_pos_ >= std::min(journal_prepared_ ? UINT64_MAX : kPrepareAfterBytes,
+                                 opts_.journal_max_bytes / 2)) {
         spare_requested_ = true;
         request_spare();
     }

@@ -401,10 +401,6 @@ result<void> journaled_store::recover() {
     NEREUS_TRY(inspect_spare());
     NEREUS_TRY(open_journal_file(journal_file_seq_));
     NEREUS_TRY(run_checkpoint(make_job(0)));
-    if (opts_.prepare_journal_files && !journal_prepared_) {
-        spare_requested_ = true;
-        request_spare();  // the preparer starts on it as soon as start() runs it
-    }
     NEREUS_LOG(storage_log(), info,
                "recovered dir={} streams={} replayed_blocks={} torn_journal_tail={}", dir_,
                streams_.size(), replay_blocks, tail.has_value());

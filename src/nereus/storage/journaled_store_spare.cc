@@ -12,8 +12,8 @@
 namespace nereus::storage {
 namespace {
 
-constexpr std::size_t kZeroWrite = 1U << 20;        // one write
-constexpr std::uint64_t kSyncEvery = 8ULL << 20;    // bounds the dirty bytes of one sync burst
+constexpr std::size_t kZeroWrite = 1U << 20;      // one write
+constexpr std::uint64_t kSyncEvery = 8ULL << 20;  // bounds the dirty bytes of one sync burst
 constexpr auto kFirstRetryDelay = std::chrono::seconds(1);
 constexpr auto kMaxRetryDelay = std::chrono::seconds(64);
 
@@ -34,9 +34,8 @@ void journaled_store::preparer_loop() {
     std::unique_lock lock(prep_mu_);
     std::chrono::seconds retry_delay = kFirstRetryDelay;
     for (;;) {
-        prep_cv_.wait(lock, [&] {
-            return prep_stop_ || (prep_wanted_ && spare_ == spare_state::none);
-        });
+        prep_cv_.wait(lock,
+                      [&] { return prep_stop_ || (prep_wanted_ && spare_ == spare_state::none); });
         if (prep_stop_) {
             break;
         }

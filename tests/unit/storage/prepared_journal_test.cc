@@ -340,8 +340,12 @@ TEST_F(PreparedJournal, FallbackWithoutASpareThenCrashDuringPreparation) {
     auto s = open_store(cfs, "/db", opts());
     ASSERT_NE(s, nullptr);
     ASSERT_TRUE(s->create_stream(stream_id(1)));
-    cfs->wait_for_gate_waiter();  // the open found no spare; one is being prepared
     const std::string j = journals().back();
+    // The open found no spare: one is asked for once the file holds half its size (4 KiB).
+    for (int i = 0; i < 60; ++i) {
+        append(*s);
+    }
+    cfs->wait_for_gate_waiter();  // the spare is being prepared
     for (int i = 0; i < 20; ++i) {
         append(*s);
     }
