@@ -195,9 +195,9 @@ std::optional<corruption_info> journaled_store::last_corruption() const {
 }
 
 store_stats journaled_store::stats() const {
-    return {stat_commits_.load(),          stat_appends_.load(),       stat_journal_bytes_.load(),
-            stat_checkpoints_.load(),      stat_segment_rolls_.load(), stat_journal_rolls_.load(),
-            stat_prepared_journals_.load()};
+    return {stat_commits_.load(),           stat_appends_.load(),       stat_journal_bytes_.load(),
+            stat_checkpoints_.load(),       stat_segment_rolls_.load(), stat_journal_rolls_.load(),
+            stat_prepared_journals_.load(), stat_spares_skipped_.load()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -363,12 +363,22 @@ void journaled_store::commit_group(group& g) {
     ++next_block_seq_;
     // The next spare is prepared while this file fills: from half way, or, if this file is not
     // prepared, once it holds kPrepareAfterBytes (so a store that writes little — a test, an
-    // idle per-topic store — never writes a spare).
+    // idle per-topic store — never writes a spare); and only if the file filled slower than
+    // prepare_max_bytes_per_s (a fast writer's large groups gain little and would share the
+    // disk with the zero-fill). Decided once per file.
     if (opts_.prepare_journal_files && !spare_requested_ &&
         journal_pos_ >= std::min(journal_prepared_ ? UINT64_MAX : kPrepareAfterBytes,
                                  opts_.journal_max_bytes / 2)) {
         spare_requested_ = true;
-        request_spare();
+        const auto elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - journal_opened_at_)
+                .count();
+        const double limit = static_cast<double>(opts_.prepare_max_bytes_per_s);
+        if (limit <= 0 || static_cast<double>(journal_pos_) <= limit * elapsed) {
+            request_spare();
+        } else {
+            stat_spares_skipped_.fetch_add(1, std::memory_order_relaxed);
+        }
     }
     bytes_since_ckpt_ += block.size();
     stat_commits_.fetch_add(1, std::memory_order_relaxed);

@@ -228,6 +228,7 @@ private:
     // for since the active file was opened.
     bool journal_prepared_ = false;
     bool spare_requested_ = false;
+    std::chrono::steady_clock::time_point journal_opened_at_{};  // committer-only
 
     std::thread committer_;
     std::thread checkpointer_;
@@ -243,6 +244,7 @@ private:
     std::atomic<std::uint64_t> stat_segment_rolls_{0};
     std::atomic<std::uint64_t> stat_journal_rolls_{0};
     std::atomic<std::uint64_t> stat_prepared_journals_{0};
+    std::atomic<std::uint64_t> stat_spares_skipped_{0};
 };
 
 }  // namespace nereus::storage

@@ -163,6 +163,30 @@ TEST_F(PreparedJournal, SwitchesToAPreparedFileWhoseCommitsDoNotExtendIt) {
     expect_all_acked(*s);
 }
 
+TEST_F(PreparedJournal, AFileThatFillsFasterThanTheLimitGetsNoSpare) {
+    store_options o = opts();
+    o.prepare_max_bytes_per_s = 1;  // every file fills faster than 1 byte/s
+    auto s = open(o);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (s->stats().journal_rolls < 3 && std::chrono::steady_clock::now() < deadline) {
+        append(*s);
+    }
+    ASSERT_GE(s->stats().journal_rolls, 3U);
+    EXPECT_EQ(s->stats().prepared_journals, 0U);
+    EXPECT_GE(s->stats().spares_skipped, 2U);
+    auto names = fs_->list_dir("/db/journal");
+    ASSERT_TRUE(names);
+    for (const auto& name : *names) {
+        EXPECT_EQ(name.find("spare"), std::string::npos) << name;
+    }
+    s.reset();
+    auto again = open(o);
+    ASSERT_TRUE(again);
+    expect_all_acked(*again);
+}
+
 TEST_F(PreparedJournal, ZeroTailIsTheEndOfTheLastFileAfterAPowerCut) {
     auto s = on_prepared_file(4);
     ASSERT_NE(s, nullptr);
