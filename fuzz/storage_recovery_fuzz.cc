@@ -157,7 +157,8 @@ void scan_journal_bytes(const bytes& b) {
     check(s.has_value());
     check(s->blocks == seen);
     check(s->end_pos <= s->file_bytes && s->file_bytes == b.size());
-    check(s->defect.has_value() || s->end_pos == s->file_bytes);
+    check(s->defect.has_value() || s->zero_tail || s->end_pos == s->file_bytes);
+    check(!s->zero_tail || !s->defect.has_value());
 }
 
 void decode_checkpoint_bytes(const bytes& b) {

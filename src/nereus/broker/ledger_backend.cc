@@ -1053,7 +1053,11 @@ private:
             release();
             return nereus::error(dir.error());
         }
-        auto st = storage::stream_store::open(posix_file_system(), *dir);
+        // No prepared journal spares for these per-topic stores: a takeover copies the whole
+        // topic directory, and a 64 MiB spare per written topic would multiply the disk use.
+        storage::store_options topic_store;
+        topic_store.prepare_journal_files = false;
+        auto st = storage::stream_store::open(posix_file_system(), *dir, topic_store);
         if (!st) {
             release();
             return nereus::error(st.error());

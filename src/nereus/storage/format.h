@@ -178,12 +178,16 @@ std::optional<checkpoint_data> decode_checkpoint(bytes_view b);
 // ---- names ------------------------------------------------------------------------------------
 //   <dir>/checkpoint, <dir>/checkpoint.tmp
 //   <dir>/journal/<seq, 20 digits>.journal
+//   <dir>/journal/spare, <dir>/journal/spare.tmp  (a prepared, zero-filled journal file; being
+//                                                 prepared) — never parsed as journal files
 //   <dir>/streams/<stream id, 16 hex digits>/<base offset, 20 digits>.log
 //   <dir>/streams/<stream id>/DELETED   (tombstone while a stream is being deleted)
 //   <dir>/streams/<stream id>.creating  (a stream being created; renamed into place when done)
 inline constexpr const char* kCheckpointName = "checkpoint";
 inline constexpr const char* kCheckpointTmpName = "checkpoint.tmp";
 inline constexpr const char* kJournalDirName = "journal";
+inline constexpr const char* kSpareJournalName = "spare";
+inline constexpr const char* kSpareJournalTmpName = "spare.tmp";
 inline constexpr const char* kStreamsDirName = "streams";
 inline constexpr const char* kTombstoneName = "DELETED";
 inline constexpr const char* kCreatingSuffix = ".creating";  // a stream dir being created

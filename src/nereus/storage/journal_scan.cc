@@ -1,10 +1,36 @@
 #include "nereus/storage/journal_scan.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string.h>  // memmem
 #include <vector>
 
 namespace nereus::storage {
 namespace {
+
+constexpr std::size_t kZeroChunk = 1U << 20;
+
+// True if p[0, n) are all zero. OR-accumulates 64-byte strides so the compiler vectorises it.
+bool zero_bytes(const std::byte* p, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        std::uint64_t acc = 0;
+        for (std::size_t j = 0; j < 64; j += 8) {
+            std::uint64_t w;
+            std::memcpy(&w, p + i + j, 8);
+            acc |= w;
+        }
+        if (acc != 0) {
+            return false;
+        }
+    }
+    for (; i < n; ++i) {
+        if (p[i] != std::byte{0}) {
+            return false;
+        }
+    }
+    return true;
+}
 
 // Reads exactly n bytes at pos into buf; false if the file ends first.
 result<bool> read_exact(file& f, std::uint64_t pos, std::size_t n, std::vector<std::byte>& buf) {
@@ -41,8 +67,14 @@ result<bool> valid_block_after(file& f,
     std::byte magic[4];
     format::put_u32(magic, format::kBlockMagic);
     for (std::size_t i = 0; i + format::kBlockHeaderSize <= rest.size(); ++i) {
-        if (std::memcmp(rest.data() + i, magic, 4) != 0) {
-            continue;
+        // memmem skips a prepared file's zero tail (up to 64 MiB) quickly.
+        const void* m = memmem(rest.data() + i, rest.size() - i, magic, sizeof magic);
+        if (m == nullptr) {
+            break;
+        }
+        i = static_cast<std::size_t>(static_cast<const std::byte*>(m) - rest.data());
+        if (i + format::kBlockHeaderSize > rest.size()) {
+            break;
         }
         const auto h = format::decode_block_header(rest.data() + i);
         if (h.length < format::kBlockHeaderSize || h.length > rest.size() - i) {
@@ -58,16 +90,39 @@ result<bool> valid_block_after(file& f,
 
 }  // namespace
 
+result<bool> all_zero(file& f, std::uint64_t pos, std::uint64_t end) {
+    if (pos >= end) {
+        return true;
+    }
+    std::vector<std::byte> buf(std::min<std::uint64_t>(kZeroChunk, end - pos));
+    while (pos < end) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - pos));
+        auto r = f.read_at(pos, std::span<std::byte>(buf.data(), n));
+        if (!r) {
+            return error(r.error());
+        }
+        if (*r == 0) {
+            return true;  // the file is shorter than `end`
+        }
+        if (!zero_bytes(buf.data(), *r)) {
+            return false;
+        }
+        pos += *r;
+    }
+    return true;
+}
+
 result<journal_file_scan> scan_journal_file(file& f,
                                             std::uint64_t start,
                                             std::uint64_t expected_seq,
-                                            const block_fn& fn) {
+                                            const block_fn& fn,
+                                            std::uint64_t limit) {
     auto size = f.size();
     if (!size) {
         return error(size.error());
     }
     journal_file_scan s;
-    s.file_bytes = *size;
+    s.file_bytes = std::min(*size, limit);
     s.end_pos = start;
     s.next_seq = expected_seq;
     std::vector<std::byte> buf;
@@ -78,6 +133,19 @@ result<journal_file_scan> scan_journal_file(file& f,
             f, pos, std::min<std::uint64_t>(format::kBlockHeaderSize, s.file_bytes - pos), buf);
         if (!got) {
             return error(got.error());
+        }
+        if (zero_bytes(buf.data(), buf.size())) {
+            // Where the writes stopped in a prepared (zero-filled) file — if everything after
+            // is zero too. A zero header with data after it is damage (or a block whose first
+            // sectors were lost), handled as any other defect below.
+            auto zero = all_zero(f, pos + buf.size(), s.file_bytes);
+            if (!zero) {
+                return error(zero.error());
+            }
+            if (*zero) {
+                s.zero_tail = true;
+                return s;
+            }
         }
         if (buf.size() < format::kBlockHeaderSize) {
             d.what = format::defect::incomplete;

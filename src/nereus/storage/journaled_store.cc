@@ -13,6 +13,8 @@ namespace nereus::storage {
 namespace {
 
 constexpr std::size_t kMaxIov = 512;
+// An unprepared active journal file asks for a spare once it holds this much.
+constexpr std::uint64_t kPrepareAfterBytes = 1ULL << 20;
 
 }  // namespace
 
@@ -103,6 +105,7 @@ result<void> journaled_store::start() {
     }
     committer_ = std::thread([this] { committer_loop(); });
     checkpointer_ = std::thread([this] { checkpoint_loop(); });
+    preparer_ = std::thread([this] { preparer_loop(); });
     NEREUS_LOG(storage_log(), info, "stream store open dir={} streams={} journal_file={}", dir_,
                streams_.size(), journal_file_seq_);
     return {};
@@ -117,6 +120,12 @@ result<void> journaled_store::close() {
         closing_ = true;
         stop_ = true;
     }
+    {
+        const std::lock_guard lock(prep_mu_);
+        prep_stop_ = true;  // an unfinished spare is abandoned (its tmp file removed)
+    }
+    prep_cv_.notify_all();
+    preparer_.join();
     work_cv_.notify_all();
     space_cv_.notify_all();
     committer_.join();  // drains every queued append first
@@ -133,6 +142,14 @@ result<void> journaled_store::close() {
         r = run_checkpoint(job);
         if (!r) {
             fail_store(r.error());
+        }
+    }
+    if (r && !failed_.load() && journal_ != nullptr) {
+        // Cut the unused zero tail of a prepared file, so the next open does not read it. Not
+        // synced: if the cut is lost, the next open reads zeros, which is just as correct.
+        if (auto t = journal_->truncate(journal_pos_); !t) {
+            NEREUS_LOG(storage_log(), warn, "cannot truncate the journal's unused tail: {}",
+                       t.error().message());
         }
     }
     journal_.reset();
@@ -179,8 +196,9 @@ std::optional<corruption_info> journaled_store::last_corruption() const {
 }
 
 store_stats journaled_store::stats() const {
-    return {stat_commits_.load(),     stat_appends_.load(),       stat_journal_bytes_.load(),
-            stat_checkpoints_.load(), stat_segment_rolls_.load(), stat_journal_rolls_.load()};
+    return {stat_commits_.load(),           stat_appends_.load(),       stat_journal_bytes_.load(),
+            stat_checkpoints_.load(),       stat_segment_rolls_.load(), stat_journal_rolls_.load(),
+            stat_prepared_journals_.load(), stat_spares_skipped_.load()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -316,7 +334,10 @@ void journaled_store::commit_group(group& g) {
         fail_all(make_error_code(errc::store_failed));
         return;
     }
-    if (journal_pos_ >= opts_.journal_max_bytes) {
+    // Roll when full, or early when a spare is ready and the active file is not prepared (after
+    // an open without a spare, or a roll that found none): its commits extend the file.
+    if (journal_pos_ >= opts_.journal_max_bytes ||
+        (!journal_prepared_ && spare_ready_.load(std::memory_order_acquire))) {
         if (auto r = roll_journal(); !r) {
             fail_store(r.error());
             fail_all(r.error());
@@ -341,6 +362,25 @@ void journaled_store::commit_group(group& g) {
     }
     journal_pos_ += block.size();
     ++next_block_seq_;
+    // The next spare is prepared while this file fills: from half way, or, if this file is not
+    // prepared, once it holds kPrepareAfterBytes (so a store that writes little — a test, an
+    // idle per-topic store — never writes a spare); and only if the file filled slower than
+    // prepare_max_bytes_per_s (a fast writer's large groups gain little and would share the
+    // disk with the zero-fill). Decided once per file.
+    if (opts_.prepare_journal_files && !spare_requested_ &&
+        journal_pos_ >= std::min(journal_prepared_ ? UINT64_MAX : kPrepareAfterBytes,
+                                 opts_.journal_max_bytes / 2)) {
+        spare_requested_ = true;
+        const auto elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - journal_opened_at_)
+                .count();
+        const double limit = static_cast<double>(opts_.prepare_max_bytes_per_s);
+        if (limit <= 0 || static_cast<double>(journal_pos_) <= limit * elapsed) {
+            request_spare();
+        } else {
+            stat_spares_skipped_.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     bytes_since_ckpt_ += block.size();
     stat_commits_.fetch_add(1, std::memory_order_relaxed);
     stat_appends_.fetch_add(g.appends.size(), std::memory_order_relaxed);
@@ -380,18 +420,8 @@ void journaled_store::commit_group(group& g) {
 }
 
 result<void> journaled_store::roll_journal() {
-    const std::uint64_t seq = journal_file_seq_ + 1;
-    const std::string path = path_join(journal_dir_, format::journal_file_name(seq));
-    auto f = fs_->open(path, open_mode::create_exclusive);
-    if (!f) {
-        return error(f.error());
-    }
-    NEREUS_TRY(fs_->sync_dir(journal_dir_));
-    journal_ = std::move(*f);
-    journal_file_seq_ = seq;
-    journal_pos_ = 0;
+    NEREUS_TRY(open_journal_file(journal_file_seq_ + 1));
     stat_journal_rolls_.fetch_add(1, std::memory_order_relaxed);
-    NEREUS_LOG(storage_log(), debug, "journal rolled file={}", path);
     return {};
 }
 

@@ -12,7 +12,10 @@
 //     publishes the new end offsets and fires the completions.
 //   - checkpointer: fdatasyncs the segment files dirtied before journal position P, durably
 //     writes P to the checkpoint file and deletes journal files wholly before P.
-// Ownership: owns its threads, the journal file and the descriptor cache.
+//   - preparer: when asked, prepares journal/spare (zero-filled to journal_max_bytes, synced,
+//     renamed into place, directory synced), so that a journal roll can switch to a file whose
+//     blocks are allocated and whose syncs never extend it. The committer never waits for it.
+// Ownership: owns its threads, the journal file, the spare file and the descriptor cache.
 // Thread-safety: thread-safe.
 
 #include "nereus/storage/byte_buffer.h"
@@ -122,6 +125,19 @@ private:
     void delete_journals_before(std::uint64_t file_seq);
     result<void> checkpoint_now();
 
+    // --- prepared journal files (journaled_store_spare.cc) ---
+    void preparer_loop();
+    // Writes journal/spare.tmp (zeros, synced), renames it to journal/spare, syncs journal/.
+    // Preparer thread. Gives up (removing the tmp file) when close() stops the preparer.
+    result<void> prepare_spare();
+    // Asks the preparer for a spare (committer thread, recovery). Cheap; no I/O.
+    void request_spare();
+    // Recovery, before threads start: removes spare.tmp and a spare that does not fit.
+    result<void> inspect_spare();
+    // Makes journal file `seq` the active one: the ready spare renamed into place, else a new
+    // empty file; then syncs journal/. Committer thread, or recovery.
+    result<void> open_journal_file(std::uint64_t seq);
+
     // --- recovery (journaled_store_recovery.cc) ---
     result<void> recover();
     result<void> load_streams(std::unordered_map<std::uint64_t, recovering>& rec,
@@ -200,8 +216,23 @@ private:
     bool ckpt_exited_ = false;
     std::uint64_t ckpt_done_covers_ = 0;
 
+    // Preparer hand-off. spare_ready_ mirrors spare_ == ready for the committer's lock-free check.
+    enum class spare_state { none, preparing, ready, taking };
+    std::mutex prep_mu_;
+    std::condition_variable prep_cv_;
+    spare_state spare_ = spare_state::none;  // guarded by prep_mu_
+    bool prep_wanted_ = false;               // guarded by prep_mu_
+    bool prep_stop_ = false;                 // guarded by prep_mu_
+    std::atomic<bool> spare_ready_{false};
+    // Committer-only: the active journal file started as a prepared spare; a spare was asked
+    // for since the active file was opened.
+    bool journal_prepared_ = false;
+    bool spare_requested_ = false;
+    std::chrono::steady_clock::time_point journal_opened_at_{};  // committer-only
+
     std::thread committer_;
     std::thread checkpointer_;
+    std::thread preparer_;
 
     mutable std::mutex corruption_mu_;
     std::optional<corruption_info> last_corruption_;
@@ -212,6 +243,8 @@ private:
     std::atomic<std::uint64_t> stat_checkpoints_{0};
     std::atomic<std::uint64_t> stat_segment_rolls_{0};
     std::atomic<std::uint64_t> stat_journal_rolls_{0};
+    std::atomic<std::uint64_t> stat_prepared_journals_{0};
+    std::atomic<std::uint64_t> stat_spares_skipped_{0};
 };
 
 }  // namespace nereus::storage

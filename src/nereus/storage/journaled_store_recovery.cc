@@ -225,6 +225,8 @@ result<void> journaled_store::recover() {
     std::optional<torn> tail;
     std::uint64_t next_seq = expected_seq;
     std::uint64_t replay_blocks = 0;
+    // Where pass 1 found each file's blocks to end (a prepared file's zero tail is read once).
+    std::vector<std::uint64_t> block_end(seqs.size(), 0);
     for (std::size_t i = first_file; i < seqs.size(); ++i) {
         auto f = fs_->open(jpath(i), open_mode::read_only);
         if (!f) {
@@ -283,6 +285,7 @@ result<void> journaled_store::recover() {
             return error(scan.error());
         }
         next_seq = scan->next_seq;
+        block_end[i] = scan->end_pos;
         if (scan->defect) {
             const bool last = i + 1 == seqs.size();
             if (!last || scan->defect->followed_by_valid) {
@@ -378,7 +381,8 @@ result<void> journaled_store::recover() {
                 }
                 return {};
             };
-            auto scan = scan_journal_file(**f, i == first_file ? start_pos : 0, seq, apply);
+            auto scan =
+                scan_journal_file(**f, i == first_file ? start_pos : 0, seq, apply, block_end[i]);
             if (!scan) {
                 return error(scan.error());
             }
@@ -394,14 +398,8 @@ result<void> journaled_store::recover() {
     journal_file_seq_ =
         std::max<std::uint64_t>(seqs.empty() ? 0 : seqs.back(), ckpt ? ckpt->file_seq : 0) + 1;
     next_block_seq_ = next_seq != 0 ? next_seq : 1;
-    auto jf = fs_->open(path_join(journal_dir_, format::journal_file_name(journal_file_seq_)),
-                        open_mode::create_exclusive);
-    if (!jf) {
-        return error(jf.error());
-    }
-    NEREUS_TRY(fs_->sync_dir(journal_dir_));
-    journal_ = std::move(*jf);
-    journal_pos_ = 0;
+    NEREUS_TRY(inspect_spare());
+    NEREUS_TRY(open_journal_file(journal_file_seq_));
     NEREUS_TRY(run_checkpoint(make_job(0)));
     NEREUS_LOG(storage_log(), info,
                "recovered dir={} streams={} replayed_blocks={} torn_journal_tail={}", dir_,

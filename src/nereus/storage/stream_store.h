@@ -42,6 +42,8 @@ struct store_stats {
     std::uint64_t checkpoints = 0;    // checkpoints completed
     std::uint64_t segment_rolls = 0;
     std::uint64_t journal_rolls = 0;
+    std::uint64_t prepared_journals = 0;  // journal files that started as a prepared spare
+    std::uint64_t spares_skipped = 0;     // journal files that filled too fast to want one
 };
 
 class stream_store {

@@ -49,6 +49,19 @@ struct store_options {
     std::chrono::milliseconds segment_min_age{0};
     // A journal file rolls (new file + directory sync) once it reaches this size.
     std::uint64_t journal_max_bytes = 64ULL << 20;
+    // A background thread prepares the next journal file ahead of need (journal/spare: this
+    // size, zero-filled with real writes, synced), so that commits overwrite allocated space
+    // instead of extending the file: an extending fdatasync also writes the inode and extent
+    // metadata (measured on ext4: p50 0.41 vs 0.20 ms per 4 KiB commit). Costs one spare file
+    // of disk and journal_max_bytes of background writes per journal file. Commits never wait
+    // for it: without a spare, a roll creates an empty file as before. false: no spare.
+    bool prepare_journal_files = true;
+    // ... but only while the active journal file fills slower than this many bytes per second
+    // (measured from its open to the point a spare is asked for). Faster, the groups are large,
+    // extending the file is a small part of each sync, and zero-filling the next file would
+    // double the disk's write load under the commits (measured: max-rate 100 B produce lost
+    // 11-27 %). 0: no limit.
+    std::uint64_t prepare_max_bytes_per_s = 16ULL << 20;
     // A checkpoint starts once this many journal bytes were written since the last one.
     std::uint64_t checkpoint_bytes = 32ULL << 20;
     // Bound on open segment files kept by the LRU descriptor cache.

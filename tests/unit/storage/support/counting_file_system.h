@@ -29,7 +29,13 @@ public:
     std::atomic<std::int64_t> peak_open_files{0};
     std::atomic<std::uint64_t> opens{0};
 
-    // While closed, journal syncs block (after counting `gate_waiters`) until open_gate().
+    // Which syncs the gate holds: file or directory paths ending with this (default: journal
+    // files; "/db/journal" holds the syncs of that directory).
+    void set_gate_suffix(std::string suffix) {
+        const std::lock_guard l(mu_);
+        gate_suffix_ = std::move(suffix);
+    }
+    // While closed, gated syncs block (after counting `gate_waiters`) until open_gate().
     void close_gate() {
         const std::lock_guard l(mu_);
         gate_open_ = false;
@@ -71,6 +77,7 @@ public:
     result<void> create_dirs(const std::string& p) override { return inner_->create_dirs(p); }
     result<void> remove_dir(const std::string& p) override { return inner_->remove_dir(p); }
     result<void> sync_dir(const std::string& p) override {
+        maybe_pass_gate(p);
         ++dir_syncs;
         return inner_->sync_dir(p);
     }
@@ -98,8 +105,8 @@ private:
             return inner_->read_at(o, out);
         }
         result<void> sync() override {
+            fs_->maybe_pass_gate(path_);
             if (path_.ends_with(".journal")) {
-                fs_->pass_gate();
                 ++fs_->journal_syncs;
             } else if (path_.ends_with(".log")) {
                 ++fs_->segment_syncs;
@@ -118,9 +125,9 @@ private:
         std::string path_;
     };
 
-    void pass_gate() {
+    void maybe_pass_gate(const std::string& path) {
         std::unique_lock l(mu_);
-        if (gate_open_) {
+        if (gate_open_ || !path.ends_with(gate_suffix_)) {
             return;
         }
         ++gate_waiters_;
@@ -133,6 +140,7 @@ private:
     std::mutex mu_;
     std::condition_variable cv_;
     bool gate_open_ = true;
+    std::string gate_suffix_ = ".journal";
     int gate_waiters_ = 0;
 };
 

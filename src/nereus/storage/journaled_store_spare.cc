@@ -1,0 +1,217 @@
+// Prepared journal files: the preparer thread keeps one zero-filled, synced spare ready, so a
+// journal roll switches to a file whose commits overwrite allocated blocks (doc/format/segment.md,
+// "Prepared journal files"). Nothing depends on it for correctness: without a ready spare, a roll
+// creates an empty file as before.
+
+#include "nereus/storage/journaled_store.h"
+#include "nereus/storage/logger.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace nereus::storage {
+namespace {
+
+constexpr std::size_t kZeroWrite = 1U << 20;      // one write
+constexpr std::uint64_t kSyncEvery = 8ULL << 20;  // bounds the dirty bytes of one sync burst
+constexpr auto kFirstRetryDelay = std::chrono::seconds(1);
+constexpr auto kMaxRetryDelay = std::chrono::seconds(64);
+
+}  // namespace
+
+void journaled_store::request_spare() {
+    {
+        const std::lock_guard lock(prep_mu_);
+        if (prep_wanted_ || spare_ != spare_state::none) {
+            return;
+        }
+        prep_wanted_ = true;
+    }
+    prep_cv_.notify_one();
+}
+
+void journaled_store::preparer_loop() {
+    std::unique_lock lock(prep_mu_);
+    std::chrono::seconds retry_delay = kFirstRetryDelay;
+    for (;;) {
+        prep_cv_.wait(lock,
+                      [&] { return prep_stop_ || (prep_wanted_ && spare_ == spare_state::none); });
+        if (prep_stop_) {
+            break;
+        }
+        if (failed_.load()) {
+            prep_wanted_ = false;  // nothing will be committed again
+            continue;
+        }
+        spare_ = spare_state::preparing;
+        lock.unlock();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = prepare_spare();
+        lock.lock();
+        if (r) {
+            retry_delay = kFirstRetryDelay;
+            spare_ = spare_state::ready;
+            prep_wanted_ = false;
+            spare_ready_.store(true, std::memory_order_release);
+            NEREUS_LOG(storage_log(), debug, "journal spare prepared bytes={} ms={}",
+                       opts_.journal_max_bytes,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count());
+            continue;
+        }
+        spare_ = spare_state::none;
+        if (prep_stop_) {
+            break;
+        }
+        // Not on the commit path: the store goes on with unprepared files. Retry later, backing
+        // off (the error may be ENOSPC that a checkpoint's journal deletion frees).
+        NEREUS_LOG(storage_log(), warn, "cannot prepare a journal spare dir={}: {} (retry in {} s)",
+                   journal_dir_, r.error().message(), retry_delay.count());
+        prep_cv_.wait_for(lock, retry_delay, [&] { return prep_stop_; });
+        retry_delay = std::min(retry_delay * 2, std::chrono::seconds(kMaxRetryDelay));
+    }
+}
+
+result<void> journaled_store::prepare_spare() {
+    const std::string tmp = path_join(journal_dir_, format::kSpareJournalTmpName);
+    if (auto r = fs_->remove(tmp); !r && !is_not_found(r.error())) {
+        return error(r.error());
+    }
+    auto opened = fs_->open(tmp, open_mode::create_exclusive);
+    if (!opened) {
+        return error(opened.error());
+    }
+    std::unique_ptr<file> f = std::move(*opened);
+    auto abandon = [&](std::error_code ec) -> result<void> {
+        f.reset();
+        (void)fs_->remove(tmp);
+        return error(ec);
+    };
+    // Real writes, not fallocate: fallocated blocks are "unwritten" extents, and the first
+    // write into one changes the extent tree, which fdatasync must then write as well.
+    const std::vector<std::byte> zeros(
+        static_cast<std::size_t>(std::min<std::uint64_t>(kZeroWrite, opts_.journal_max_bytes)));
+    std::uint64_t unsynced = 0;
+    for (std::uint64_t pos = 0; pos < opts_.journal_max_bytes;) {
+        {
+            const std::lock_guard lock(prep_mu_);
+            if (prep_stop_) {
+                return abandon(make_error_code(errc::closed));
+            }
+        }
+        const auto n = std::min<std::uint64_t>(zeros.size(), opts_.journal_max_bytes - pos);
+        if (auto r = f->write_at(pos, bytes_view(zeros.data(), n)); !r) {
+            return abandon(r.error());
+        }
+        pos += n;
+        unsynced += n;
+        if (unsynced >= kSyncEvery && pos < opts_.journal_max_bytes) {
+            if (auto r = f->sync(); !r) {
+                return abandon(r.error());
+            }
+            unsynced = 0;
+        }
+    }
+    if (auto r = f->sync(); !r) {
+        return abandon(r.error());
+    }
+    f.reset();
+    // Only a complete, synced file ever carries the name `spare`.
+    const std::string spare = path_join(journal_dir_, format::kSpareJournalName);
+    if (auto r = fs_->rename_noreplace(tmp, spare); !r) {
+        return abandon(r.error());
+    }
+    NEREUS_TRY(fs_->sync_dir(journal_dir_));
+    return {};
+}
+
+result<void> journaled_store::inspect_spare() {
+    const std::string tmp = path_join(journal_dir_, format::kSpareJournalTmpName);
+    const std::string spare = path_join(journal_dir_, format::kSpareJournalName);
+    auto tmp_exists = fs_->exists(tmp);
+    if (!tmp_exists) {
+        return error(tmp_exists.error());
+    }
+    if (*tmp_exists) {
+        NEREUS_LOG(storage_log(), info, "removing interrupted journal spare {}", tmp);
+        NEREUS_TRY(fs_->remove(tmp));
+    }
+    auto exists = fs_->exists(spare);
+    if (!exists) {
+        return error(exists.error());
+    }
+    if (!*exists) {
+        return {};
+    }
+    auto size = fs_->file_size(spare);
+    if (!size) {
+        return error(size.error());
+    }
+    if (opts_.prepare_journal_files && *size == opts_.journal_max_bytes) {
+        spare_ = spare_state::ready;  // threads not started yet
+        spare_ready_.store(true);
+        return {};
+    }
+    NEREUS_LOG(storage_log(), info, "removing journal spare of {} bytes (want {})", *size,
+               opts_.prepare_journal_files ? opts_.journal_max_bytes : 0);
+    return fs_->remove(spare);
+}
+
+result<void> journaled_store::open_journal_file(std::uint64_t seq) {
+    const std::string path = path_join(journal_dir_, format::journal_file_name(seq));
+    bool take = false;
+    {
+        const std::lock_guard lock(prep_mu_);
+        if (spare_ == spare_state::ready) {
+            spare_ = spare_state::taking;  // the preparer leaves the name alone meanwhile
+            take = true;
+        }
+    }
+    std::unique_ptr<file> f;
+    bool prepared = false;
+    if (take) {
+        // A crash after this rename leaves an all-zero journal file `seq`: recovery reads it as
+        // empty. Before it, the spare is still a spare.
+        auto r = fs_->rename_noreplace(path_join(journal_dir_, format::kSpareJournalName), path);
+        {
+            const std::lock_guard lock(prep_mu_);
+            spare_ = spare_state::none;
+            spare_ready_.store(false, std::memory_order_relaxed);
+        }
+        if (!r) {
+            if (!is_not_found(r.error())) {
+                return error(r.error());
+            }
+            NEREUS_LOG(storage_log(), warn, "journal spare vanished; creating {}", path);
+        } else {
+            auto o = fs_->open(path, open_mode::read_write);
+            if (!o) {
+                return error(o.error());
+            }
+            f = std::move(*o);
+            prepared = true;
+        }
+    }
+    if (!f) {
+        auto o = fs_->open(path, open_mode::create_exclusive);
+        if (!o) {
+            return error(o.error());
+        }
+        f = std::move(*o);
+    }
+    NEREUS_TRY(fs_->sync_dir(journal_dir_));
+    journal_ = std::move(f);
+    journal_file_seq_ = seq;
+    journal_pos_ = 0;
+    journal_opened_at_ = std::chrono::steady_clock::now();
+    journal_prepared_ = prepared;
+    spare_requested_ = false;
+    if (prepared) {
+        stat_prepared_journals_.fetch_add(1, std::memory_order_relaxed);
+    }
+    NEREUS_LOG(storage_log(), debug, "journal file={} prepared={}", path, prepared);
+    return {};
+}
+
+}  // namespace nereus::storage

@@ -1,0 +1,439 @@
+// Prepared journal files (doc/format/segment.md, "Prepared journal files"): the switch to a
+// zero-filled spare, recovery of zero tails (last and non-last files), torn blocks and damage
+// inside a prepared file, crashes during preparation and during the switch, and the fallback
+// when no spare is ready (fault_file_system; gates from counting_file_system).
+
+#include "nereus/base/fault_file_system.h"
+#include "nereus/storage/errc.h"
+#include "nereus/storage/format.h"
+#include "nereus/storage/journal_scan.h"
+#include "nereus/storage/stream_store.h"
+#include "nereus/storage/verify.h"
+
+#include <gtest/gtest.h>
+
+#include "support/counting_file_system.h"
+#include "support/payloads.h"
+#include "support/store_helpers.h"
+#include <chrono>
+#include <thread>
+
+namespace nereus::storage {
+namespace {
+
+using namespace testing;
+
+constexpr std::size_t kPayload = 40;
+
+class PreparedJournal : public ::testing::Test {
+protected:
+    static store_options opts() {
+        store_options o = tiny_options();  // 8 KiB journal files, so spares are small
+        o.checkpoint_bytes = 1ULL << 30;   // keep every journal file for inspection
+        return o;
+    }
+    std::unique_ptr<stream_store> open(store_options o = opts()) {
+        return open_store(fs_, "/db", o);
+    }
+    // Appends to stream 1 until the store runs on a prepared journal file (bounded: 60 s).
+    void append_until_prepared(stream_store& s) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (s.stats().prepared_journals == 0 && std::chrono::steady_clock::now() < deadline) {
+            append(s);
+        }
+        ASSERT_GE(s.stats().prepared_journals, 1U) << "no switch to a prepared file";
+    }
+    void append(stream_store& s) {
+        auto r = s.append_sync(stream_id(1), payload(1, acked_, kPayload));
+        ASSERT_TRUE(r) << r.error().message();
+        ASSERT_EQ(r->value(), acked_);
+        ++acked_;
+    }
+    void expect_all_acked(stream_store& s) {
+        auto all = read_all(s, stream_id(1));
+        ASSERT_GE(all.size(), acked_);
+        for (std::uint64_t i = 0; i < acked_; ++i) {
+            ASSERT_EQ(all[i], payload(1, i, kPayload)) << i;
+        }
+    }
+    std::vector<std::string> journals() {
+        std::vector<std::string> out;
+        auto names = fs_->list_dir("/db/journal");
+        EXPECT_TRUE(names);
+        for (const auto& n : *names) {
+            if (format::parse_journal_file_name(n)) {
+                out.push_back("/db/journal/" + n);
+            }
+        }
+        return out;
+    }
+    std::uint64_t size_of(const std::string& path) {
+        auto s = fs_->file_size(path);
+        EXPECT_TRUE(s) << path;
+        return s ? *s : 0;
+    }
+    bool exists(const std::string& path) {
+        auto e = fs_->exists(path);
+        EXPECT_TRUE(e);
+        return e && *e;
+    }
+    // Block positions of a journal file, and where its blocks end.
+    std::pair<std::vector<std::uint64_t>, journal_file_scan> blocks_of(const std::string& path) {
+        std::vector<std::uint64_t> pos;
+        auto f = fs_->open(path, open_mode::read_only);
+        EXPECT_TRUE(f);
+        auto s = scan_journal_file(**f, 0, 0, [&](std::uint64_t p, bytes_view) {
+            pos.push_back(p);
+            return result<void>{};
+        });
+        EXPECT_TRUE(s);
+        return {pos, *s};
+    }
+    std::vector<std::byte> read_bytes(const std::string& path, std::uint64_t at, std::size_t n) {
+        auto f = fs_->open(path, open_mode::read_only);
+        EXPECT_TRUE(f);
+        std::vector<std::byte> b(n);
+        auto r = (*f)->read_at(at, b);
+        EXPECT_TRUE(r);
+        b.resize(r ? *r : 0);
+        return b;
+    }
+    void write_bytes(const std::string& path, std::uint64_t at, const std::vector<std::byte>& b) {
+        auto f = fs_->open(path, open_mode::create);
+        ASSERT_TRUE(f);
+        ASSERT_TRUE((*f)->write_at(at, b));
+        ASSERT_TRUE((*f)->sync());
+        ASSERT_TRUE(fs_->sync_dir(path_parent(path)));
+    }
+    // The process dies; the page cache (everything written) survives.
+    void kill(std::unique_ptr<stream_store>& s) {
+        fs_->crash_now();
+        s.reset();
+        fs_->process_crash();
+    }
+    void power_cut(std::unique_ptr<stream_store>& s) {
+        fs_->crash_now();
+        s.reset();
+        fs_->power_loss();
+    }
+    // Opens, appends until the store runs on a prepared file, then `more` appends in it.
+    std::unique_ptr<stream_store> on_prepared_file(int more) {
+        auto s = open();
+        EXPECT_NE(s, nullptr);
+        if (s == nullptr) {
+            return s;
+        }
+        EXPECT_TRUE(s->create_stream(stream_id(1)));
+        append_until_prepared(*s);
+        for (int i = 0; i < more; ++i) {
+            append(*s);
+        }
+        return s;
+    }
+
+    std::shared_ptr<fault_file_system> fs_ = std::make_shared<fault_file_system>();
+    std::uint64_t acked_ = 0;
+};
+
+TEST_F(PreparedJournal, SwitchesToAPreparedFileWhoseCommitsDoNotExtendIt) {
+    auto s = on_prepared_file(0);
+    ASSERT_NE(s, nullptr);
+    const std::string j = journals().back();
+    EXPECT_EQ(size_of(j), opts().journal_max_bytes) << "the active file is the zero-filled spare";
+    const auto before = blocks_of(j).second.end_pos;
+    for (int i = 0; i < 5; ++i) {
+        append(*s);
+    }
+    EXPECT_EQ(journals().back(), j);
+    EXPECT_GT(blocks_of(j).second.end_pos, before);
+    EXPECT_EQ(size_of(j), opts().journal_max_bytes) << "commits overwrite; they never extend";
+    // Later rolls (every 8 KiB) switch to spares prepared while the file filled.
+    while (s->stats().journal_rolls < 6) {
+        append(*s);
+    }
+    EXPECT_GE(s->stats().prepared_journals, 2U);
+    ASSERT_TRUE(s->close());
+    // A clean close cuts the unused zero tail; the spare is kept for the next open.
+    EXPECT_EQ(size_of(journals().back()), blocks_of(journals().back()).second.end_pos);
+    auto rep = verify(*fs_, "/db");
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    s = open();
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+TEST_F(PreparedJournal, AFileThatFillsFasterThanTheLimitGetsNoSpare) {
+    store_options o = opts();
+    o.prepare_max_bytes_per_s = 1;  // every file fills faster than 1 byte/s
+    auto s = open(o);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (s->stats().journal_rolls < 3 && std::chrono::steady_clock::now() < deadline) {
+        append(*s);
+    }
+    ASSERT_GE(s->stats().journal_rolls, 3U);
+    EXPECT_EQ(s->stats().prepared_journals, 0U);
+    EXPECT_GE(s->stats().spares_skipped, 2U);
+    auto names = fs_->list_dir("/db/journal");
+    ASSERT_TRUE(names);
+    for (const auto& name : *names) {
+        EXPECT_EQ(name.find("spare"), std::string::npos) << name;
+    }
+    s.reset();
+    auto again = open(o);
+    ASSERT_TRUE(again);
+    expect_all_acked(*again);
+}
+
+TEST_F(PreparedJournal, ZeroTailIsTheEndOfTheLastFileAfterAPowerCut) {
+    auto s = on_prepared_file(4);
+    ASSERT_NE(s, nullptr);
+    const std::string j = journals().back();
+    power_cut(s);
+    ASSERT_EQ(size_of(j), opts().journal_max_bytes);
+    const auto [pos, scan] = blocks_of(j);
+    EXPECT_GE(pos.size(), 4U);
+    EXPECT_TRUE(scan.zero_tail);
+    EXPECT_FALSE(scan.defect);
+    auto rep = verify(*fs_, "/db");
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    s = open();
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+    append(*s);
+    power_cut(s);
+    s = open();
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+TEST_F(PreparedJournal, TornBlockBeforeTheZeroTailIsTruncated) {
+    for (int variant = 0; variant < 3; ++variant) {
+        SCOPED_TRACE(variant);
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+        auto s = on_prepared_file(3);
+        ASSERT_NE(s, nullptr);
+        const std::string j = journals().back();
+        kill(s);
+        const auto [pos, scan] = blocks_of(j);
+        ASSERT_TRUE(scan.zero_tail);
+        const std::uint64_t end = scan.end_pos;
+        // The block after the last one, as a torn write into the zeros left it: its first bytes
+        // only; all of it but the first 24 bytes (its first sector lost); or whole with a bad
+        // checksum.
+        auto block = read_bytes(j, pos.back(), end - pos.back());
+        format::put_u64(block.data() + 12, scan.next_seq);
+        if (variant == 0) {
+            block.resize(30);
+        } else if (variant == 1) {
+            std::fill(block.begin(), block.begin() + 24, std::byte{0});
+        } else {
+            block.back() ^= std::byte{0x11};
+        }
+        write_bytes(j, end, block);
+        auto rep = verify(*fs_, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_TRUE(rep->ok());
+        ASSERT_EQ(rep->issues.size(), 1U);
+        EXPECT_EQ(rep->issues[0].level, verify_issue::severity::repairable);
+        EXPECT_EQ(rep->issues[0].file, j);
+        EXPECT_EQ(rep->issues[0].byte_position, end);
+        s = open();
+        ASSERT_NE(s, nullptr);
+        auto all = read_all(*s, stream_id(1));
+        ASSERT_EQ(all.size(), acked_) << "the torn block became nothing else";
+        expect_all_acked(*s);
+        append(*s);
+        ASSERT_TRUE(s->close());
+        rep = verify(*fs_, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    }
+}
+
+TEST_F(PreparedJournal, DamageInsideAPreparedFilesDataIsCorruption) {
+    for (int variant = 0; variant < 2; ++variant) {
+        SCOPED_TRACE(variant);
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+        auto s = on_prepared_file(3);
+        ASSERT_NE(s, nullptr);
+        const std::string j = journals().back();
+        power_cut(s);
+        const auto [pos, scan] = blocks_of(j);
+        ASSERT_GE(pos.size(), 3U);
+        const std::uint64_t victim = pos[pos.size() - 3];  // two valid blocks follow it
+        if (variant == 0) {
+            auto b = read_bytes(j, victim + 30, 1);
+            write_bytes(j, victim + 30, {b[0] ^ std::byte{0x5a}});
+        } else {
+            // Its header zeroed: zeros followed by blocks are damage, not the file's end.
+            write_bytes(j, victim, std::vector<std::byte>(format::kBlockHeaderSize));
+        }
+        const auto image = read_bytes(j, 0, 1 << 20);
+        corruption_info info;
+        auto r = stream_store::open(fs_, "/db", opts(), &info);
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error(), errc::corrupt_journal);
+        EXPECT_EQ(info.file, j);
+        EXPECT_EQ(info.byte_position, victim);
+        EXPECT_EQ(read_bytes(j, 0, 1 << 20), image) << "a failed open changes nothing";
+        auto rep = verify(*fs_, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_FALSE(rep->ok());
+    }
+}
+
+// What a crash during recovery's switch leaves: the previous last file (with its zero tail) is
+// no longer the last one, and the new file is all zeros.
+TEST_F(PreparedJournal, NonLastFileWithAZeroTailEndsThere) {
+    auto s = on_prepared_file(3);
+    ASSERT_NE(s, nullptr);
+    const std::string j = journals().back();
+    kill(s);
+    const auto seq = *format::parse_journal_file_name(j.substr(j.rfind('/') + 1));
+    const std::string next = "/db/journal/" + format::journal_file_name(seq + 1);
+    write_bytes(next, 0, std::vector<std::byte>(opts().journal_max_bytes));
+    auto rep = verify(*fs_, "/db");
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    s = open();
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+    append(*s);
+    kill(s);
+    s = open();
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+TEST_F(PreparedJournal, NonZeroBytesInANonLastFilesTailAreCorruption) {
+    auto s = on_prepared_file(3);
+    ASSERT_NE(s, nullptr);
+    const std::string j = journals().back();
+    kill(s);
+    const auto end = blocks_of(j).second.end_pos;
+    write_bytes(j, end + 100, std::vector<std::byte>(10, std::byte{0x33}));
+    // In the last file that is a torn tail ...
+    auto rep = verify(*fs_, "/db");
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->ok());
+    // ... but with a file after it, the writes never stopped there: corruption.
+    const auto seq = *format::parse_journal_file_name(j.substr(j.rfind('/') + 1));
+    write_bytes("/db/journal/" + format::journal_file_name(seq + 1), 0,
+                std::vector<std::byte>(opts().journal_max_bytes));
+    corruption_info info;
+    auto r = stream_store::open(fs_, "/db", opts(), &info);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error(), errc::corrupt_journal);
+    EXPECT_EQ(info.file, j);
+    EXPECT_EQ(info.byte_position, end);
+}
+
+TEST_F(PreparedJournal, OpenRemovesAnInterruptedPreparationAndASpareThatDoesNotFit) {
+    ASSERT_TRUE(fs_->create_dirs("/db/journal"));
+    write_bytes("/db/journal/spare.tmp", 0, std::vector<std::byte>(100, std::byte{0x42}));
+    write_bytes("/db/journal/spare", 0, std::vector<std::byte>(100));
+    auto o = opts();
+    o.prepare_journal_files = false;  // no new spare: what is left is what open left
+    auto s = open(o);
+    ASSERT_NE(s, nullptr);
+    EXPECT_FALSE(exists("/db/journal/spare.tmp"));
+    EXPECT_FALSE(exists("/db/journal/spare"));
+    EXPECT_EQ(s->stats().prepared_journals, 0U);
+    ASSERT_TRUE(s->close());
+    // A spare that fits is taken by the next open as its journal file.
+    write_bytes("/db/journal/spare", 0, std::vector<std::byte>(opts().journal_max_bytes));
+    s = open();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->stats().prepared_journals, 1U);
+    EXPECT_FALSE(exists("/db/journal/spare")) << "no new spare before the file is half full";
+    EXPECT_EQ(size_of(journals().back()), opts().journal_max_bytes);
+}
+
+// The preparer is held inside its sync: commits go on in the unprepared file (the fallback);
+// then the process dies with the half-prepared spare.tmp on disk.
+TEST_F(PreparedJournal, FallbackWithoutASpareThenCrashDuringPreparation) {
+    auto cfs = std::make_shared<counting_file_system>(fs_);
+    cfs->set_gate_suffix(format::kSpareJournalTmpName);
+    cfs->close_gate();
+    auto s = open_store(cfs, "/db", opts());
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    const std::string j = journals().back();
+    // The open found no spare: one is asked for once the file holds half its size (4 KiB).
+    for (int i = 0; i < 60; ++i) {
+        append(*s);
+    }
+    cfs->wait_for_gate_waiter();  // the spare is being prepared
+    for (int i = 0; i < 20; ++i) {
+        append(*s);
+    }
+    EXPECT_EQ(s->stats().prepared_journals, 0U);
+    EXPECT_EQ(journals().back(), j);
+    EXPECT_EQ(size_of(j), blocks_of(j).second.end_pos) << "unprepared: every commit extends it";
+    fs_->crash_now();
+    cfs->open_gate();
+    s.reset();
+    fs_->process_crash();
+    ASSERT_TRUE(exists("/db/journal/spare.tmp")) << "precondition: the interrupted preparation";
+    auto o = opts();
+    o.prepare_journal_files = false;
+    s = open(o);
+    ASSERT_NE(s, nullptr);
+    EXPECT_FALSE(exists("/db/journal/spare.tmp"));
+    expect_all_acked(*s);
+    ASSERT_TRUE(s->close());
+    s = open();
+    ASSERT_NE(s, nullptr);
+    append_until_prepared(*s);
+    expect_all_acked(*s);
+}
+
+// The spare was renamed to the new journal file and the process (or machine) died before the
+// directory sync: either the rename survived (an all-zero last file) or it did not (the spare
+// is still a spare). Both recover everything.
+TEST_F(PreparedJournal, CrashDuringTheSwitch) {
+    for (int power = 0; power < 2; ++power) {
+        SCOPED_TRACE(power);
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+        auto s = on_prepared_file(3);
+        ASSERT_NE(s, nullptr);
+        kill(s);  // leaves records to replay and a zero-tailed last file
+        // A spare ready for the next open.
+        write_bytes("/db/journal/spare", 0, std::vector<std::byte>(opts().journal_max_bytes));
+        auto cfs = std::make_shared<counting_file_system>(fs_);
+        cfs->set_gate_suffix("/db/journal");
+        cfs->close_gate();
+        std::optional<result<std::unique_ptr<stream_store>>> opened;
+        std::thread t([&] { opened = stream_store::open(cfs, "/db", opts()); });
+        cfs->wait_for_gate_waiter();  // recovery renamed the spare; the directory sync waits
+        fs_->crash_now();
+        cfs->open_gate();
+        t.join();
+        ASSERT_TRUE(opened);
+        ASSERT_FALSE(*opened) << "the directory sync failed";
+        if (power != 0) {
+            fs_->power_loss();
+        } else {
+            fs_->process_crash();
+        }
+        EXPECT_NE(exists("/db/journal/spare"), power == 0) << "the rename survives a kill only";
+        s = open();
+        ASSERT_NE(s, nullptr);
+        expect_all_acked(*s);
+        append(*s);
+        ASSERT_TRUE(s->close());
+        auto rep = verify(*fs_, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    }
+}
+
+}  // namespace
+}  // namespace nereus::storage
