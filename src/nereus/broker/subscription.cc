@@ -850,8 +850,10 @@ void subscription::ack(const consumer& c,
 
     // Whole-entry acks go to the cursor in one submission (one CAS for the command, not one
     // request per id): runs of consecutive ids that were all pending with the same fence merge
-    // into one range (none of them can be acked yet, so the range's outcome is each id's);
-    // any other whole-entry id is a range of its own.
+    // into one range, whose outcome is counted for each of its ids (a pending entry is unacked
+    // unless batch-index acks already covered all of its messages: that one then counts as
+    // applied with its range, not as no_effect; the cursor state is the same either way); any
+    // other whole-entry id is a range of its own.
     std::vector<ack_entry_range> ranges;
     std::vector<std::uint64_t> range_ids;  // ids per range (for the counters)
     bool last_mergeable = false;
