@@ -517,6 +517,34 @@ void connection::deliver(std::uint64_t consumer_id,
     asio::post(strand_, [self = shared_from_this(), send, e] { send(e); });
 }
 
+void connection::deliver_batch(std::uint64_t consumer_id, std::vector<delivery>&& batch) {
+    // One strand hand-off for the whole round; the frames are written back to back (coalesced
+    // into the queued write buffers by write_frame).
+    auto send = [this, consumer_id](const std::vector<delivery>& b) {
+        auto it = consumers_.find(consumer_id);
+        if (it == consumers_.end()) {
+            return;  // closed meanwhile: the subscription already took the entries back
+        }
+        proto::message_id id;
+        if (it->second.t->name().partition) {
+            id.partition = static_cast<std::int32_t>(*it->second.t->name().partition);
+        }
+        for (const auto& d : b) {
+            id.ledger_id = d.entry.pos.ledger_id;
+            id.entry_id = d.entry.pos.entry_id;
+            write_frame([&](proto::frame_buffer& buf) {
+                return writer_.message(buf, consumer_id, id, d.redelivery_count, d.entry.remaining,
+                                       *d.entry.data);
+            });
+        }
+    };
+    if (strand_.running_in_this_thread()) {
+        send(batch);
+        return;
+    }
+    asio::post(strand_, [self = shared_from_this(), send, b = std::move(batch)] { send(b); });
+}
+
 void connection::close_consumer_by_broker(std::uint64_t consumer_id) {
     auto run = [this, consumer_id] {
         auto it = consumers_.find(consumer_id);

@@ -81,6 +81,7 @@ public:
     void deliver(std::uint64_t consumer_id,
                  const dispatch_entry& e,
                  std::uint32_t redelivery_count) override;
+    void deliver_batch(std::uint64_t consumer_id, std::vector<delivery>&& batch) override;
     void close_consumer_by_broker(std::uint64_t consumer_id) override;
     void active_consumer_change(std::uint64_t consumer_id, bool active) override;
 

@@ -19,6 +19,7 @@
 #include "nereus/storage/reopening_store.h"
 #include "nereus/storage/stream_store.h"
 
+#include <boost/container/small_vector.hpp>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -45,27 +46,26 @@ ack_fence from_fence(cursor::fence f) {
 // no effect; stale generation/epoch → stale (both answered success and counted: the issue's
 // wire contract, doc/cursor-semantics.md §1); state_full or an error → an error (the ack did
 // not persist, and the client is told so).
-void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
+result<ack_outcome> to_outcome(const result<cursor::op_result>& r) {
     if (!r) {
-        done(nereus::error(r.error()));
-        return;
+        return nereus::error(r.error());
     }
     switch (r->status) {
         case cursor::ack_status::ok:
-            done(ack_outcome::applied);
-            return;
+            return ack_outcome::applied;
         case cursor::ack_status::already_acked:
-            done(ack_outcome::no_effect);
-            return;
+            return ack_outcome::no_effect;
         case cursor::ack_status::stale_generation:
         case cursor::ack_status::stale_epoch:
-            done(ack_outcome::stale);
-            return;
+            return ack_outcome::stale;
         case cursor::ack_status::state_full:
-            done(nereus::error(proto::error_kind::persistence_failure));
-            return;
+            return nereus::error(proto::error_kind::persistence_failure);
     }
-    done(ack_outcome::no_effect);
+    return ack_outcome::no_effect;
+}
+
+void deliver_ack(const ack_callback& done, const result<cursor::op_result>& r) {
+    done(to_outcome(r));
 }
 
 class ledger_cursor final : public subscription_cursor {
@@ -110,6 +110,18 @@ public:
     void ack(ack_fence f, std::uint64_t entry, ack_callback done) override {
         c_->ack(to_fence(f), entry,
                 [done = std::move(done)](result<cursor::op_result> r) { deliver_ack(done, r); });
+    }
+
+    void ack_ranges(std::span<const ack_entry_range> ranges, ack_ranges_callback done) override {
+        // Small (inline up to 8 ranges); one ACK command's ids in one cursor submission.
+        boost::container::small_vector<cursor::cursor::fenced_range, 8> rs;
+        rs.reserve(ranges.size());
+        for (const auto& g : ranges) {
+            rs.push_back(cursor::cursor::fenced_range{to_fence(g.fence), g.first, g.end});
+        }
+        c_->ack_ranges(rs, [done = std::move(done)](std::size_t i, result<cursor::op_result> r) {
+            done(i, to_outcome(r));
+        });
     }
 
     void ack_batch_index(ack_fence f,
@@ -204,6 +216,7 @@ public:
         d.state = cursor::to_string(snap.life);
         d.spilled = snap.spilled;
         d.root_version = snap.root_version;
+        d.cas_sent = snap.cas_sent;
         d.properties = snap.properties;
         return d;
     }

@@ -531,8 +531,31 @@ void subscription::deliver_locked(consumer& c, const dispatch_entry& e, std::int
     const std::uint32_t redeliveries = type_ == sub_type::shared || type_ == sub_type::key_shared
                                            ? cursor_->redelivery_count(e.pos.entry_id)
                                            : 0;
-    if (auto s = c.sink.lock()) {
-        s->deliver(c.id, e, redeliveries);
+    outbox_.emplace_back(&c, consumer_sink::delivery{e, redeliveries});
+}
+
+void subscription::flush_outbox_locked() {
+    // Almost always one consumer per round (Exclusive/Failover; Shared rounds alternate, so a
+    // few): each pass takes the first consumer left and its entries, in order.
+    while (!outbox_.empty()) {
+        consumer* c = outbox_.front().first;
+        std::vector<consumer_sink::delivery> batch;
+        batch.reserve(outbox_.size());
+        std::size_t keep = 0;
+        for (std::size_t i = 0; i < outbox_.size(); ++i) {
+            if (outbox_[i].first == c) {
+                batch.push_back(std::move(outbox_[i].second));
+            } else {
+                if (keep != i) {
+                    outbox_[keep] = std::move(outbox_[i]);
+                }
+                ++keep;
+            }
+        }
+        outbox_.erase(outbox_.begin() + static_cast<std::ptrdiff_t>(keep), outbox_.end());
+        if (auto s = c->sink.lock()) {
+            s->deliver_batch(c->id, std::move(batch));
+        }
     }
 }
 
@@ -692,6 +715,11 @@ void subscription::dispatch_key_shared_locked() {
 }
 
 void subscription::dispatch_locked() {
+    dispatch_round_locked();
+    flush_outbox_locked();
+}
+
+void subscription::dispatch_round_locked() {
     if (type_ == sub_type::key_shared) {
         dispatch_key_shared_locked();
         return;
@@ -744,6 +772,7 @@ void subscription::ack(const consumer& c,
         std::uint32_t batch_size = 0;
         std::vector<std::int64_t> remaining;
         enum { whole, batch_index, cumulative, skip } kind = whole;
+        bool was_pending = false;  // whole: delivered and unacked until this ack
     };
     std::vector<call> calls;
     {
@@ -802,6 +831,7 @@ void subscription::ack(const consumer& c,
             } else {
                 k.kind = call::whole;
                 if (it != pending_.end()) {
+                    k.was_pending = true;
                     for (auto& cons : consumers_) {
                         if (cons.get() == it->second.owner) {
                             cons->unacked -=
@@ -818,17 +848,48 @@ void subscription::ack(const consumer& c,
         dispatch_locked();
     }
 
+    // Whole-entry acks go to the cursor in one submission (one CAS for the command, not one
+    // request per id): runs of consecutive ids that were all pending with the same fence merge
+    // into one range, whose outcome is counted for each of its ids (a pending entry is unacked
+    // unless batch-index acks already covered all of its messages: that one then counts as
+    // applied with its range, not as no_effect; the cursor state is the same either way); any
+    // other whole-entry id is a range of its own.
+    std::vector<ack_entry_range> ranges;
+    std::vector<std::uint64_t> range_ids;  // ids per range (for the counters)
+    bool last_mergeable = false;
+    for (const auto& k : calls) {
+        if (k.kind != call::whole) {
+            continue;
+        }
+        if (last_mergeable && k.was_pending && ranges.back().fence == k.fence &&
+            ranges.back().end == k.entry) {
+            ++ranges.back().end;
+            ++range_ids.back();
+            continue;
+        }
+        ranges.push_back(ack_entry_range{k.fence, k.entry, k.entry + 1});
+        range_ids.push_back(1);
+        last_mergeable = k.was_pending;
+    }
+
     struct join {
         std::mutex mu;
         std::size_t left = 0;
         std::error_code first_error;
         std::function<void(result<void>)> done;
+        std::vector<std::uint64_t> range_ids;
     };
     auto j = std::make_shared<join>();
-    j->left = calls.size() + 1;  // +1: released after issuing every call
+    std::size_t others = 0;
+    for (const auto& k : calls) {
+        others += k.kind == call::whole ? 0 : 1;
+    }
+    j->left = others + ranges.size() + 1;  // +1: released after issuing every call
     j->done = std::move(done);
+    j->range_ids = std::move(range_ids);
     auto self = shared_from_this();
-    auto finish = [j, self](result<ack_outcome> r) {
+    // `ids`: how many acked ids the outcome stands for (a merged range counts each of its ids).
+    auto finish = [j, self](result<ack_outcome> r, std::uint64_t ids) {
         std::function<void(result<void>)> cb;
         std::error_code err;
         {
@@ -844,13 +905,13 @@ void subscription::ack(const consumer& c,
         if (r) {
             switch (*r) {
                 case ack_outcome::applied:
-                    ++self->acks_applied_;
+                    self->acks_applied_ += ids;
                     break;
                 case ack_outcome::no_effect:
-                    ++self->acks_no_effect_;
+                    self->acks_no_effect_ += ids;
                     break;
                 case ack_outcome::stale:
-                    ++self->acks_stale_;
+                    self->acks_stale_ += ids;
                     break;
             }
         }
@@ -858,21 +919,28 @@ void subscription::ack(const consumer& c,
             cb(err ? result<void>(nereus::error(err)) : result<void>());
         }
     };
+    auto one = [finish](result<ack_outcome> r) {
+        finish(std::move(r), 1);
+    };
     for (auto& k : calls) {
         switch (k.kind) {
             case call::whole:
-                cursor_->ack(k.fence, k.entry, finish);
-                break;
+                break;  // below, with the other whole-entry ids
             case call::batch_index:
-                cursor_->ack_batch_index(k.fence, k.entry, k.batch_size, k.remaining, finish);
+                cursor_->ack_batch_index(k.fence, k.entry, k.batch_size, k.remaining, one);
                 break;
             case call::cumulative:
-                cursor_->ack_cumulative(k.fence, k.entry, finish);
+                cursor_->ack_cumulative(k.fence, k.entry, one);
                 break;
             case call::skip:
-                finish(ack_outcome::no_effect);
+                one(ack_outcome::no_effect);
                 break;
         }
+    }
+    if (!ranges.empty()) {
+        cursor_->ack_ranges(ranges, [j, finish](std::size_t i, result<ack_outcome> r) {
+            finish(std::move(r), j->range_ids[i]);
+        });
     }
     // The extra reference: completes the join even when `calls` is empty. It counts neither as
     // applied nor as no-effect.

@@ -66,10 +66,22 @@ struct hash_range {
 // on the connection's strand (or does it at once when already on it); none blocks.
 class consumer_sink {
 public:
+    struct delivery {
+        dispatch_entry entry;
+        std::uint32_t redelivery_count = 0;
+    };
     virtual ~consumer_sink() = default;
     virtual void deliver(std::uint64_t consumer_id,
                          const dispatch_entry& e,
                          std::uint32_t redelivery_count) = 0;
+    // One dispatch round's entries for one consumer, in delivery order: the subscription hands
+    // them over together, so the connection takes one strand hand-off per round instead of one
+    // per entry. The default delivers them one by one.
+    virtual void deliver_batch(std::uint64_t consumer_id, std::vector<delivery>&& batch) {
+        for (const auto& d : batch) {
+            deliver(consumer_id, d.entry, d.redelivery_count);
+        }
+    }
     // Broker-initiated CLOSE_CONSUMER (seek, unload): the subscription already dropped it.
     virtual void close_consumer_by_broker(std::uint64_t consumer_id) = 0;
     virtual void active_consumer_change(std::uint64_t consumer_id, bool active) = 0;
@@ -210,8 +222,11 @@ private:
     };
 
     void dispatch();
-    // Requires: mu_ held.
+    // Requires: mu_ held. A dispatch round, then its deliveries handed to the sinks.
     void dispatch_locked();
+    void dispatch_round_locked();
+    // Hands outbox_ to the sinks: one deliver_batch per consumer, in delivery order.
+    void flush_outbox_locked();
     consumer* pick_consumer_locked();
     void elect_active_locked();
     void release_pending_locked(const consumer* owner, std::span<const std::uint64_t> only);
@@ -266,6 +281,9 @@ private:
     std::vector<dispatch_entry> buffer_;                // read, not yet handed out
     std::size_t buffer_pos_ = 0;                        // guarded by mu_
     std::map<std::uint64_t, pending> pending_;          // guarded by mu_
+    // Deliveries of the current dispatch round, not yet handed to the sinks (guarded by mu_;
+    // flushed before dispatch_locked returns, so consumers outlive their entries here).
+    std::vector<std::pair<consumer*, consumer_sink::delivery>> outbox_;
     // The pool read (guarded by mu_): one in flight; read_again_ when a dispatch wanted to read
     // meanwhile; read_epoch_ moves on with every rewind/seek (an older read's entries are stale).
     bool reading_ = false;

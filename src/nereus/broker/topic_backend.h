@@ -91,6 +91,16 @@ using append_done = inline_completion<void(result<position>), 48>;
 using append_callback = inline_completion<void(result<position>), 80>;
 using ack_callback = std::function<void(result<ack_outcome>)>;
 
+// Whole-entry acks of the entries [first, end), stamped with `fence` (subscription_cursor::
+// ack_ranges).
+struct ack_entry_range {
+    ack_fence fence;
+    std::uint64_t first = 0;
+    std::uint64_t end = 0;
+};
+// Called once per range i of an ack_ranges call, with that range's outcome.
+using ack_ranges_callback = std::function<void(std::size_t, result<ack_outcome>)>;
+
 struct append_info {
     std::int64_t publish_time = 0;  // ms; used by seek-by-time
     std::uint32_t batch_size = 1;   // messages in the entry (num_messages_in_batch or 1)
@@ -127,6 +137,7 @@ struct cursor_details {
     std::string state;               // lifecycle: "ACTIVE", "PROTECTION_PENDING", "DELETED"
     bool spilled = false;            // state kept in a snapshot object (else inline in the root)
     std::uint64_t root_version = 0;  // the CAS root's version (the snapshot reference's record)
+    std::uint64_t cas_sent = 0;      // cursor CASes sent since the cursor was opened (durable)
     std::map<std::string, std::string> properties;
 };
 
@@ -155,6 +166,13 @@ public:
 
     // Acks (async). `done` runs once the outcome is durable (applied) or decided (no_effect).
     virtual void ack(ack_fence f, std::uint64_t entry_id, ack_callback done) = 0;
+    // Whole-entry acks of several ranges (the ids of one ACK command) in one submission: the
+    // ledger cursor commits them in one CAS instead of one request per id. `done(i, r)` runs
+    // once per range i, when its outcome is durable (applied: the range changed the cursor) or
+    // decided (no_effect, stale); any thread. The default issues one ack() per entry and
+    // reports a range applied if any entry was, else stale if any was, else no_effect, or the
+    // first error.
+    virtual void ack_ranges(std::span<const ack_entry_range> ranges, ack_ranges_callback done);
     // Batch-index ack: `remaining` = Pulsar ack_set words (1 = still unacked) of a batch of
     // `batch_size` messages; the 0 bits are acked.
     virtual void ack_batch_index(ack_fence f,

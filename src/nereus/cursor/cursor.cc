@@ -634,6 +634,60 @@ void cursor::ack(fence f, offset entry, op_callback done) {
     submit(std::move(r));
 }
 
+void cursor::submit_all(std::vector<request>& rs) {
+    std::vector<completion> out;
+    {
+        const std::lock_guard lock(mu_);
+        for (auto& r : rs) {
+            if (auto rej = pre_check(r)) {
+                out.emplace_back([done = std::move(r.done), res = std::move(*rej)] { done(res); });
+            } else {
+                queue_.push_back(std::move(r));
+            }
+        }
+        pump(out);
+    }
+    rs.clear();
+    run(out);
+}
+
+void cursor::ack_ranges(std::span<const fenced_range> ranges, range_callback done) {
+    if (ranges.empty()) {
+        return;
+    }
+    // One heap join per call (not per range): each request's callback is a pointer and an
+    // index, small enough for std::function's inline buffer. Freed by the last completion.
+    struct join {
+        range_callback done;
+        std::atomic<std::size_t> left;
+    };
+    auto* j = new join{std::move(done), ranges.size()};
+    std::vector<request> rs;
+    rs.reserve(ranges.size());
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+        const auto& g = ranges[i];
+        if (g.first >= g.end) {
+            j->done(i, nereus::error(errc::invalid_argument));
+            if (j->left.fetch_sub(1) == 1) {
+                delete j;
+            }
+            continue;
+        }
+        request r;
+        r.f = g.f;
+        r.epoch_fenced = true;
+        r.op = ack_range_op{g.first, g.end};
+        r.done = [j, i](result<op_result> res) {
+            j->done(i, std::move(res));
+            if (j->left.fetch_sub(1) == 1) {
+                delete j;
+            }
+        };
+        rs.push_back(std::move(r));
+    }
+    submit_all(rs);
+}
+
 void cursor::ack_batch_index(fence f, offset entry, batch_bits acked, op_callback done) {
     request r;
     r.f = f;
@@ -1134,6 +1188,7 @@ void cursor::append_gc_erases(commit& c, std::size_t limit) {
 
 void cursor::send(std::shared_ptr<commit> c) {
     in_flight_ = true;
+    ++cas_sent_;
     sent_at_ = std::chrono::steady_clock::now();
     auto ops = c->multi;
     env_.meta->multi(std::move(ops), [self = shared_from_this(), c](result<meta::multi_result> r) {
@@ -1392,6 +1447,7 @@ cursor_snapshot cursor::snapshot() const {
     }
     s.spilled = root_.spilled;
     s.root_version = root_version_;
+    s.cas_sent = cas_sent_;
     return s;
 }
 

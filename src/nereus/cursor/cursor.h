@@ -55,6 +55,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,8 @@ struct cursor_snapshot {
     std::map<offset, std::uint32_t> redeliveries;
     bool spilled = false;
     meta::version root_version = 0;
+    // CASes (meta multis) this handle has sent since it was opened, retries included.
+    std::uint64_t cas_sent = 0;
 };
 
 class cursor : public std::enable_shared_from_this<cursor> {
@@ -109,6 +112,19 @@ public:
     // ---- acks (fence: generation and epoch) ----
     // Acks entry `entry` whole. Errors: offset_beyond_end.
     void ack(fence f, offset entry, op_callback done);
+    // Acks several ranges [first, end) whole (the entries of one ACK command), each with its
+    // own fence: queued under one lock acquisition and pumped once, so they share one CAS (two
+    // when a CAS is in flight with room left in the group). `done(i, r)` runs once per range i,
+    // exactly as ack() would for that range (a range is one request: its outcome is the
+    // range's — applied when it changes any entry). Errors per range: offset_beyond_end (end - 1
+    // at or beyond the stream end), invalid_argument (first >= end).
+    struct fenced_range {
+        fence f;
+        offset first = 0;
+        offset end = 0;
+    };
+    using range_callback = std::function<void(std::size_t, result<op_result>)>;
+    void ack_ranges(std::span<const fenced_range> ranges, range_callback done);
     // Acks the indices set in `acked` (acked.size() = the batch size) of entry `entry`; when no
     // index remains the entry is acked whole. Errors: offset_beyond_end, invalid_argument.
     void ack_batch_index(fence f, offset entry, batch_bits acked, op_callback done);
@@ -198,6 +214,8 @@ private:
     void install(loaded l);
 
     void submit(request r);
+    // Several requests under one lock acquisition, then one pump.
+    void submit_all(std::vector<request>& rs);
     std::optional<result<op_result>> pre_check(const request& r) const;
     void pump(std::vector<completion>& out);
     // True (and a timer armed) when the next group should wait for the queue to refill.
@@ -238,6 +256,7 @@ private:
     cursor_state state_;
     format::root_record root_;
     meta::version root_version_ = 0;
+    std::uint64_t cas_sent_ = 0;  // guarded by mu_ (snapshot().cas_sent)
     std::deque<request> queue_;
     bool in_flight_ = false;
     bool closed_ = false;

@@ -385,6 +385,38 @@ void managed_cursor::ack(cursor::fence f, offset entry, op_callback done) {
     done(nd_apply(f, cursor::ack_range_op{entry, entry + 1}, true));
 }
 
+void managed_cursor::ack_ranges(std::span<const cursor::cursor::fenced_range> ranges,
+                                cursor::cursor::range_callback done) {
+    if (ranges.empty()) {
+        return;
+    }
+    if (auto a = ledger_->admit(operation::ack); !a) {
+        for (std::size_t i = 0; i < ranges.size(); ++i) {
+            done(i, nereus::error(a.error()));
+        }
+        return;
+    }
+    ledger_->touch(e_->name);
+    if (e_->durable) {
+        e_->c->ack_ranges(ranges, [l = ledger_, done = std::move(done)](
+                                      std::size_t i, result<cursor::op_result> r) {
+            if (!r) {
+                l->note_error(r.error());
+            }
+            done(i, std::move(r));
+        });
+        return;
+    }
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+        const auto& g = ranges[i];
+        if (g.first >= g.end) {
+            done(i, nereus::error(cursor::errc::invalid_argument));
+            continue;
+        }
+        done(i, nd_apply(g.f, cursor::ack_range_op{g.first, g.end}, true));
+    }
+}
+
 void managed_cursor::ack_batch_index(cursor::fence f,
                                      offset entry,
                                      cursor::batch_bits acked,

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,10 @@ public:
 
     // ---- acks (async; fence: generation + epoch) ----
     void ack(cursor::fence f, offset entry, op_callback done);
+    // Whole-entry ranges [first, end) (the ids of one ACK command) in one submission, so a
+    // durable cursor commits them in one CAS; done(i, r) once per range, as ack() would.
+    void ack_ranges(std::span<const cursor::cursor::fenced_range> ranges,
+                    cursor::cursor::range_callback done);
     void ack_batch_index(cursor::fence f, offset entry, cursor::batch_bits acked, op_callback done);
     void ack_cumulative(cursor::fence f,
                         offset entry,

@@ -5,6 +5,8 @@
 #include "nereus/broker/ledger_backend.h"
 
 #include "nereus/broker/server.h"
+#include "nereus/broker/subscription.h"
+#include "nereus/broker/topic.h"
 
 #include <gtest/gtest.h>
 
@@ -144,6 +146,73 @@ TEST_F(LedgerBrokerTest, ReceiptsConsumeAckAndRestart) {
 
 // Redelivery counts come from the cursor: a nack counts, the count rides the next ack's CAS
 // (and the close flush), and the first delivery after a restart carries it (Pulsar would say 0).
+// One ACK command naming many delivered entries is one cursor CAS (its ids merged into one
+// range), answered after it is durable; acking them again changes nothing and sends no CAS.
+// Before, every id was its own cursor request (two or more CASes per command).
+TEST_F(LedgerBrokerTest, AckCommandOfManyIdsIsOneCursorCas) {
+    constexpr std::uint64_t n = 300;
+    std::vector<proto::message_id> ids;
+    {
+        auto c = client();
+        ASSERT_TRUE(subscribe(*c, 0, 1));
+        proto::producer_args p;
+        p.topic = topic;
+        p.producer_id = 0;
+        p.request_id = 2;
+        c->send([&](proto::frame_buffer& b) { return c->writer().producer(b, p).has_value(); });
+        ASSERT_TRUE(c->expect(command_type::producer_success));
+        for (std::uint64_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(c->send_message(0, i, "msg-" + std::to_string(i)));
+        }
+        for (std::uint64_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(c->expect(command_type::send_receipt)) << i;
+        }
+        c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 1000).has_value(); });
+        for (std::uint64_t i = 0; i < n; ++i) {
+            auto m = c->expect(command_type::message);
+            ASSERT_TRUE(m) << i;
+            ASSERT_EQ(m->cmd.message().message_id().entryid(), i);
+            proto::message_id id;
+            id.ledger_id = m->cmd.message().message_id().ledgerid();
+            id.entry_id = i;
+            ids.push_back(id);
+        }
+        auto topics = server_->topics().open_topics();
+        ASSERT_EQ(topics.size(), 1U);
+        auto subs = topics[0]->open_subscriptions();
+        ASSERT_EQ(subs.size(), 1U);
+        auto& sub = *subs[0];
+        const auto cas0 = sub.cursor().details().cas_sent;
+        auto ack_all = [&](std::uint64_t req) {
+            proto::ack_args a;
+            a.consumer_id = 0;
+            a.ids = ids;
+            a.request_id = req;
+            c->send([&](proto::frame_buffer& b) { return c->writer().ack(b, a).has_value(); });
+            auto r = c->expect(command_type::ack_response);
+            ASSERT_TRUE(r);
+            EXPECT_EQ(r->cmd.ackresponse().request_id(), req);
+            EXPECT_FALSE(r->cmd.ackresponse().has_error());
+        };
+        ack_all(10);
+        EXPECT_EQ(sub.cursor().details().cas_sent - cas0, 1U);
+        EXPECT_EQ(sub.stats().acks_applied, n);
+        EXPECT_EQ(sub.backlog(), 0U);
+        EXPECT_EQ(sub.cursor().details().mark_delete, n);
+        ack_all(11);
+        EXPECT_EQ(sub.cursor().details().cas_sent - cas0, 1U);
+        EXPECT_EQ(sub.stats().acks_applied, n);
+        EXPECT_EQ(sub.stats().acks_no_effect, n);
+    }
+    close();
+    open();
+    auto c = client();
+    ASSERT_TRUE(subscribe(*c, 0, 1));
+    c->send([&](proto::frame_buffer& b) { return c->writer().flow(b, 0, 100).has_value(); });
+    // Every entry was acked durably before its ACK_RESPONSE: nothing comes back.
+    EXPECT_FALSE(c->expect(command_type::message, std::chrono::milliseconds(300)));
+}
+
 TEST_F(LedgerBrokerTest, RedeliveryCountSurvivesRestart) {
     std::uint64_t ledger = 0;
     {

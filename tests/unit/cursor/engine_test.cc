@@ -8,6 +8,7 @@
 
 #include "unit/cursor/support/harness.h"
 #include <algorithm>
+#include <atomic>
 #include <future>
 
 namespace nereus::cursor::test {
@@ -185,6 +186,63 @@ TEST_P(CursorEngine, GroupCommitSharesCas) {
     EXPECT_EQ(c->mark_delete(), 5000U);
     // Far fewer root versions than acks (store-wide revisions: an upper bound on CASes).
     EXPECT_LT(c->snapshot().root_version - v0, 5000U);
+}
+
+// ack_ranges: one submission, one CAS for every range; each range answered as ack() would
+// (applied, already acked, rejected before I/O), and the state survives a crash.
+TEST_P(CursorEngine, AckRangesShareOneCasAndAnswerEachRange) {
+    h_.stream().append_n(100);
+    auto c = h_.create("c1");
+    const fence f = c->current_fence();
+    const auto cas0 = c->snapshot().cas_sent;
+    const std::vector<cursor::fenced_range> ranges = {
+        {f, 0, 10},    // applied (MDO moves to 10)
+        {f, 20, 30},   // applied (an individual range)
+        {f, 40, 41},   // applied (a single entry)
+        {f, 50, 50},   // empty: invalid_argument
+        {f, 95, 120},  // past the end: offset_beyond_end, nothing of it applied
+    };
+    std::vector<std::promise<result<op_result>>> ps(ranges.size());
+    std::atomic<int> calls{0};
+    c->ack_ranges(ranges, [&](std::size_t i, result<op_result> r) {
+        ++calls;
+        ps.at(i).set_value(std::move(r));
+    });
+    std::vector<result<op_result>> rs;
+    for (auto& p : ps) {
+        rs.push_back(p.get_future().get());
+    }
+    EXPECT_EQ(calls.load(), 5);
+    EXPECT_EQ(ok(rs[0]).status, ack_status::ok);
+    EXPECT_EQ(ok(rs[1]).status, ack_status::ok);
+    EXPECT_EQ(ok(rs[2]).status, ack_status::ok);
+    EXPECT_EQ(error_of(rs[3]), errc::invalid_argument);
+    EXPECT_EQ(error_of(rs[4]), errc::offset_beyond_end);
+    // The three applied ranges went out in one CAS: the same root version.
+    EXPECT_EQ(rs[0]->root_version, rs[1]->root_version);
+    EXPECT_EQ(rs[0]->root_version, rs[2]->root_version);
+    EXPECT_EQ(c->snapshot().cas_sent - cas0, 1U);
+    EXPECT_EQ(c->mark_delete(), 10U);
+
+    // Again (an acked range, and entries below MDO): already acked, decided without a CAS.
+    std::vector<std::promise<result<op_result>>> again(2);
+    const std::vector<cursor::fenced_range> twice = {{f, 20, 30}, {f, 0, 5}};
+    c->ack_ranges(twice,
+                  [&](std::size_t i, result<op_result> r) { again.at(i).set_value(std::move(r)); });
+    EXPECT_EQ(ok(again[0].get_future().get()).status, ack_status::already_acked);
+    EXPECT_EQ(ok(again[1].get_future().get()).status, ack_status::already_acked);
+    EXPECT_EQ(c->snapshot().cas_sent - cas0, 1U);
+
+    c.reset();
+    h_.crash_meta();
+    c = h_.reopen("c1");
+    EXPECT_EQ(c->mark_delete(), 10U);
+    const auto snap = c->snapshot();
+    ASSERT_EQ(snap.ranges.size(), 2U);
+    EXPECT_EQ(snap.ranges[0].begin, 20U);
+    EXPECT_EQ(snap.ranges[0].end, 30U);
+    EXPECT_EQ(snap.ranges[1].begin, 40U);
+    EXPECT_EQ(snap.ranges[1].end, 41U);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cursor,
