@@ -338,6 +338,10 @@ void journaled_store::commit_group(group& g) {
     // an open without a spare, or a roll that found none): its commits extend the file.
     if (journal_pos_ >= opts_.journal_max_bytes ||
         (!journal_prepared_ && spare_ready_.load(std::memory_order_acquire))) {
+        if (journal_pos_ >= opts_.journal_max_bytes && opts_.prepare_journal_files &&
+            !spare_requested_) {
+            stat_spares_skipped_.fetch_add(1, std::memory_order_relaxed);  // writes stayed fast
+        }
         if (auto r = roll_journal(); !r) {
             fail_store(r.error());
             fail_all(r.error());
@@ -364,22 +368,26 @@ void journaled_store::commit_group(group& g) {
     ++next_block_seq_;
     // The next spare is prepared while this file fills: from half way, or, if this file is not
     // prepared, once it holds kPrepareAfterBytes (so a store that writes little — a test, an
-    // idle per-topic store — never writes a spare); and only if the file filled slower than
-    // prepare_max_bytes_per_s (a fast writer's large groups gain little and would share the
-    // disk with the zero-fill). Decided once per file.
+    // idle per-topic store — never writes a spare); and only while the journal's recent write
+    // rate (over this file's last kRateCommits commits, so idle time before a burst does not
+    // count) is below prepare_max_bytes_per_s. A writer at max rate gains little from a
+    // prepared file and would share the disk with its zero-fill; when it slows down, the spare
+    // is asked for then.
+    const auto committed_at = sync_start + last_sync_;
+    auto& oldest = rate_ring_[commits_in_file_ % kRateCommits];  // kRateCommits commits ago
+    const bool rate_known = commits_in_file_ >= kRateCommits;
+    const double window_s = std::chrono::duration<double>(committed_at - oldest.at).count();
+    const double window_bytes = static_cast<double>(journal_pos_ - oldest.pos);
+    oldest = {committed_at, journal_pos_};
+    ++commits_in_file_;
     if (opts_.prepare_journal_files && !spare_requested_ &&
         journal_pos_ >= std::min(journal_prepared_ ? UINT64_MAX : kPrepareAfterBytes,
-                                 opts_.journal_max_bytes / 2)) {
+                                 opts_.journal_max_bytes / 2) &&
+        (opts_.prepare_max_bytes_per_s == 0 ||
+         (rate_known &&
+          window_bytes <= static_cast<double>(opts_.prepare_max_bytes_per_s) * window_s))) {
         spare_requested_ = true;
-        const auto elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - journal_opened_at_)
-                .count();
-        const double limit = static_cast<double>(opts_.prepare_max_bytes_per_s);
-        if (limit <= 0 || static_cast<double>(journal_pos_) <= limit * elapsed) {
-            request_spare();
-        } else {
-            stat_spares_skipped_.fetch_add(1, std::memory_order_relaxed);
-        }
+        request_spare();
     }
     bytes_since_ckpt_ += block.size();
     stat_commits_.fetch_add(1, std::memory_order_relaxed);

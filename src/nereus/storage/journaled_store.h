@@ -24,6 +24,7 @@
 #include "nereus/storage/stream_state.h"
 #include "nereus/storage/stream_store.h"
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -228,7 +229,15 @@ private:
     // for since the active file was opened.
     bool journal_prepared_ = false;
     bool spare_requested_ = false;
-    std::chrono::steady_clock::time_point journal_opened_at_{};  // committer-only
+    // Committer-only: blocks in the active file, and the time and journal_pos_ after each of
+    // its last kRateCommits commits (the write rate that decides whether a spare is wanted).
+    static constexpr std::size_t kRateCommits = 32;
+    struct rate_point {
+        std::chrono::steady_clock::time_point at;
+        std::uint64_t pos = 0;
+    };
+    std::uint64_t commits_in_file_ = 0;
+    std::array<rate_point, kRateCommits> rate_ring_{};
 
     std::thread committer_;
     std::thread checkpointer_;

@@ -204,7 +204,7 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     journal_ = std::move(f);
     journal_file_seq_ = seq;
     journal_pos_ = 0;
-    journal_opened_at_ = std::chrono::steady_clock::now();
+    commits_in_file_ = 0;
     journal_prepared_ = prepared;
     spare_requested_ = false;
     if (prepared) {

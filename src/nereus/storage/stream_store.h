@@ -43,7 +43,7 @@ struct store_stats {
     std::uint64_t segment_rolls = 0;
     std::uint64_t journal_rolls = 0;
     std::uint64_t prepared_journals = 0;  // journal files that started as a prepared spare
-    std::uint64_t spares_skipped = 0;     // journal files that filled too fast to want one
+    std::uint64_t spares_skipped = 0;  // journal files filled with no spare asked for (fast writes)
 };
 
 class stream_store {

@@ -56,11 +56,10 @@ struct store_options {
     // of disk and journal_max_bytes of background writes per journal file. Commits never wait
     // for it: without a spare, a roll creates an empty file as before. false: no spare.
     bool prepare_journal_files = true;
-    // ... but only while the active journal file fills slower than this many bytes per second
-    // (measured from its open to the point a spare is asked for). Faster, the groups are large,
-    // extending the file is a small part of each sync, and zero-filling the next file would
-    // double the disk's write load under the commits (measured: max-rate 100 B produce lost
-    // 11-27 %). 0: no limit.
+    // ... but asked for only while the journal is written slower than this (bytes per second
+    // over the active file's last 32 commits). A writer at max rate gains little from a
+    // prepared file, and the zero-fill would double the disk's writes under it (measured:
+    // max-rate 100 B produce lost 11-27 % while a spare was written). 0: no limit.
     std::uint64_t prepare_max_bytes_per_s = 16ULL << 20;
     // A checkpoint starts once this many journal bytes were written since the last one.
     std::uint64_t checkpoint_bytes = 32ULL << 20;

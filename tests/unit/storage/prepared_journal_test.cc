@@ -163,9 +163,9 @@ TEST_F(PreparedJournal, SwitchesToAPreparedFileWhoseCommitsDoNotExtendIt) {
     expect_all_acked(*s);
 }
 
-TEST_F(PreparedJournal, AFileThatFillsFasterThanTheLimitGetsNoSpare) {
+TEST_F(PreparedJournal, NoSpareWhileTheJournalIsWrittenFasterThanTheLimit) {
     store_options o = opts();
-    o.prepare_max_bytes_per_s = 1;  // every file fills faster than 1 byte/s
+    o.prepare_max_bytes_per_s = 1;  // always written faster than 1 byte/s
     auto s = open(o);
     ASSERT_TRUE(s);
     ASSERT_TRUE(s->create_stream(stream_id(1)));

@@ -31,7 +31,7 @@ inline store_options tiny_options() {
     o.checkpoint_bytes = 4 << 10;
     o.index_interval_bytes = 128;
     o.fd_cache_size = 8;
-    o.prepare_max_bytes_per_s = 0;  // tests fill their tiny journal files fast: spares anyway
+    o.prepare_max_bytes_per_s = 0;  // spares however fast the tests write
     return o;
 }
 
