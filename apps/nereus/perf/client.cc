@@ -594,10 +594,12 @@ void producer::on_frame(const proto::frame_view& f) {
             for (std::uint32_t k = 0; k < n; ++k) {
                 const std::int64_t intended = intended_[intended_head_];
                 const std::int64_t sent = sent_at_[intended_head_];
-                const auto lat = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - intended));
+                const auto lat =
+                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - intended));
                 intended_head_ = (intended_head_ + 1) % intended_.size();
                 stats_.publish_total.record(lat);
-                stats_.send_lag.record(static_cast<std::uint64_t>(std::max<std::int64_t>(0, sent - intended)));
+                stats_.send_lag.record(
+                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, sent - intended)));
                 stats_.publish_from_send.record(
                     static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - sent)));
                 stats_.publish_interval.record(lat);
