@@ -116,6 +116,39 @@ protected:
         s.reset();
         fs_->power_loss();
     }
+    // Opens the store again and checks that every acknowledged append is there. Call through
+    // ASSERT_NO_FATAL_FAILURE when `s` is used afterwards.
+    void reopen_and_check(std::unique_ptr<stream_store>& s) {
+        s = open();
+        ASSERT_NE(s, nullptr);
+        expect_all_acked(*s);
+    }
+    // storage verify reports nothing.
+    void expect_clean() {
+        auto rep = verify(*fs_, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    }
+    // Opening fails closed: corrupt_journal at `file`:`pos`.
+    void expect_corrupt_journal_at(const std::string& file, std::uint64_t pos) {
+        corruption_info info;
+        auto r = stream_store::open(fs_, "/db", opts(), &info);
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error(), errc::corrupt_journal);
+        EXPECT_EQ(info.file, file);
+        EXPECT_EQ(info.byte_position, pos);
+    }
+    // Writes an all-zero journal file after `j`, as a switch to a spare leaves it.
+    void write_zero_journal_after(const std::string& j) {
+        const auto seq = *format::parse_journal_file_name(j.substr(j.rfind('/') + 1));
+        write_bytes("/db/journal/" + format::journal_file_name(seq + 1), 0,
+                    std::vector<std::byte>(opts().journal_max_bytes));
+    }
+    // A new, empty file system for the next variant of a test.
+    void start_over() {
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+    }
     // Opens, appends until the store runs on a prepared file, then `more` appends in it.
     std::unique_ptr<stream_store> on_prepared_file(int more) {
         auto s = open();
@@ -155,12 +188,8 @@ TEST_F(PreparedJournal, SwitchesToAPreparedFileWhoseCommitsDoNotExtendIt) {
     ASSERT_TRUE(s->close());
     // A clean close cuts the unused zero tail; the spare is kept for the next open.
     EXPECT_EQ(size_of(journals().back()), blocks_of(journals().back()).second.end_pos);
-    auto rep = verify(*fs_, "/db");
-    ASSERT_TRUE(rep);
-    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
-    s = open();
-    ASSERT_NE(s, nullptr);
-    expect_all_acked(*s);
+    expect_clean();
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
 }
 
 TEST_F(PreparedJournal, NoSpareWhileTheJournalIsWrittenFasterThanTheLimit) {
@@ -197,24 +226,17 @@ TEST_F(PreparedJournal, ZeroTailIsTheEndOfTheLastFileAfterAPowerCut) {
     EXPECT_GE(pos.size(), 4U);
     EXPECT_TRUE(scan.zero_tail);
     EXPECT_FALSE(scan.defect);
-    auto rep = verify(*fs_, "/db");
-    ASSERT_TRUE(rep);
-    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
-    s = open();
-    ASSERT_NE(s, nullptr);
-    expect_all_acked(*s);
+    expect_clean();
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
     append(*s);
     power_cut(s);
-    s = open();
-    ASSERT_NE(s, nullptr);
-    expect_all_acked(*s);
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
 }
 
 TEST_F(PreparedJournal, TornBlockBeforeTheZeroTailIsTruncated) {
     for (int variant = 0; variant < 3; ++variant) {
         SCOPED_TRACE(variant);
-        fs_ = std::make_shared<fault_file_system>();
-        acked_ = 0;
+        start_over();
         auto s = on_prepared_file(3);
         ASSERT_NE(s, nullptr);
         const std::string j = journals().back();
@@ -249,17 +271,14 @@ TEST_F(PreparedJournal, TornBlockBeforeTheZeroTailIsTruncated) {
         expect_all_acked(*s);
         append(*s);
         ASSERT_TRUE(s->close());
-        rep = verify(*fs_, "/db");
-        ASSERT_TRUE(rep);
-        EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+        expect_clean();
     }
 }
 
 TEST_F(PreparedJournal, DamageInsideAPreparedFilesDataIsCorruption) {
     for (int variant = 0; variant < 2; ++variant) {
         SCOPED_TRACE(variant);
-        fs_ = std::make_shared<fault_file_system>();
-        acked_ = 0;
+        start_over();
         auto s = on_prepared_file(3);
         ASSERT_NE(s, nullptr);
         const std::string j = journals().back();
@@ -275,12 +294,7 @@ TEST_F(PreparedJournal, DamageInsideAPreparedFilesDataIsCorruption) {
             write_bytes(j, victim, std::vector<std::byte>(format::kBlockHeaderSize));
         }
         const auto image = read_bytes(j, 0, 1 << 20);
-        corruption_info info;
-        auto r = stream_store::open(fs_, "/db", opts(), &info);
-        ASSERT_FALSE(r);
-        EXPECT_EQ(r.error(), errc::corrupt_journal);
-        EXPECT_EQ(info.file, j);
-        EXPECT_EQ(info.byte_position, victim);
+        expect_corrupt_journal_at(j, victim);
         EXPECT_EQ(read_bytes(j, 0, 1 << 20), image) << "a failed open changes nothing";
         auto rep = verify(*fs_, "/db");
         ASSERT_TRUE(rep);
@@ -295,20 +309,12 @@ TEST_F(PreparedJournal, NonLastFileWithAZeroTailEndsThere) {
     ASSERT_NE(s, nullptr);
     const std::string j = journals().back();
     kill(s);
-    const auto seq = *format::parse_journal_file_name(j.substr(j.rfind('/') + 1));
-    const std::string next = "/db/journal/" + format::journal_file_name(seq + 1);
-    write_bytes(next, 0, std::vector<std::byte>(opts().journal_max_bytes));
-    auto rep = verify(*fs_, "/db");
-    ASSERT_TRUE(rep);
-    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
-    s = open();
-    ASSERT_NE(s, nullptr);
-    expect_all_acked(*s);
+    write_zero_journal_after(j);
+    expect_clean();
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
     append(*s);
     kill(s);
-    s = open();
-    ASSERT_NE(s, nullptr);
-    expect_all_acked(*s);
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
 }
 
 TEST_F(PreparedJournal, NonZeroBytesInANonLastFilesTailAreCorruption) {
@@ -323,15 +329,8 @@ TEST_F(PreparedJournal, NonZeroBytesInANonLastFilesTailAreCorruption) {
     ASSERT_TRUE(rep);
     EXPECT_TRUE(rep->ok());
     // ... but with a file after it, the writes never stopped there: corruption.
-    const auto seq = *format::parse_journal_file_name(j.substr(j.rfind('/') + 1));
-    write_bytes("/db/journal/" + format::journal_file_name(seq + 1), 0,
-                std::vector<std::byte>(opts().journal_max_bytes));
-    corruption_info info;
-    auto r = stream_store::open(fs_, "/db", opts(), &info);
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error(), errc::corrupt_journal);
-    EXPECT_EQ(info.file, j);
-    EXPECT_EQ(info.byte_position, end);
+    write_zero_journal_after(j);
+    expect_corrupt_journal_at(j, end);
 }
 
 TEST_F(PreparedJournal, OpenRemovesAnInterruptedPreparationAndASpareThatDoesNotFit) {
@@ -400,8 +399,7 @@ TEST_F(PreparedJournal, FallbackWithoutASpareThenCrashDuringPreparation) {
 TEST_F(PreparedJournal, CrashDuringTheSwitch) {
     for (int power = 0; power < 2; ++power) {
         SCOPED_TRACE(power);
-        fs_ = std::make_shared<fault_file_system>();
-        acked_ = 0;
+        start_over();
         auto s = on_prepared_file(3);
         ASSERT_NE(s, nullptr);
         kill(s);  // leaves records to replay and a zero-tailed last file
@@ -424,14 +422,10 @@ TEST_F(PreparedJournal, CrashDuringTheSwitch) {
             fs_->process_crash();
         }
         EXPECT_NE(exists("/db/journal/spare"), power == 0) << "the rename survives a kill only";
-        s = open();
-        ASSERT_NE(s, nullptr);
-        expect_all_acked(*s);
+        ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
         append(*s);
         ASSERT_TRUE(s->close());
-        auto rep = verify(*fs_, "/db");
-        ASSERT_TRUE(rep);
-        EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+        expect_clean();
     }
 }
 
