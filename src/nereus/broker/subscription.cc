@@ -500,7 +500,7 @@ consumer* subscription::pick_consumer_locked() {
 }
 
 void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
-    pending_[entry] = p;
+    pending_.insert_or_assign(entry, p);
     if (p.slot >= 0) {
         auto& h = slots_[p.slot];
         h.holder = p.owner;
@@ -508,8 +508,7 @@ void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
     }
 }
 
-std::map<std::uint64_t, subscription::pending>::iterator subscription::erase_pending_locked(
-    std::map<std::uint64_t, pending>::iterator it) {
+subscription::pending_map::iterator subscription::erase_pending_locked(pending_map::iterator it) {
     if (it->second.slot >= 0) {
         if (auto s = slots_.find(it->second.slot); s != slots_.end()) {
             if (--s->second.entries == 0) {
