@@ -508,7 +508,7 @@ void connection::deliver(std::uint64_t consumer_id,
             id.partition = static_cast<std::int32_t>(*it->second.t->name().partition);
         }
         write_frame([&](proto::frame_buffer& b) {
-            return writer_.message(b, consumer_id, id, redelivery_count, d.remaining, *d.data);
+            return writer_.message(b, consumer_id, id, redelivery_count, d.remaining, d.bytes);
         });
     };
     if (strand_.running_in_this_thread()) {
@@ -535,7 +535,7 @@ void connection::deliver_batch(std::uint64_t consumer_id, std::vector<delivery>&
             id.entry_id = d.entry.pos.entry_id;
             write_frame([&](proto::frame_buffer& buf) {
                 return writer_.message(buf, consumer_id, id, d.redelivery_count, d.entry.remaining,
-                                       *d.entry.data);
+                                       d.entry.bytes);
             });
         }
     };
