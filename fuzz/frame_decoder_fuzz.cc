@@ -2,7 +2,8 @@
 // feed them (whole buffer, then again in two pieces), plus batch_reader over any payload.
 // Invariants checked: no crash/UB/leak (sanitizers), a complete frame never claims more bytes
 // than given, "need more" always asks for more than given, and a frame decoded from the whole
-// buffer decodes identically when the bytes arrive split.
+// buffer decodes identically when the bytes arrive split, and a decoder with fast_send (the
+// broker's direct SEND scanners, send_scan.h) decodes every frame exactly as the generic one.
 
 #include "nereus/proto/batch_codec.h"
 #include "nereus/proto/frame_decoder.h"
@@ -29,12 +30,39 @@ void check(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::span<const std::byte> input(reinterpret_cast<const std::byte*>(data), size);
     frame_decoder whole({.max_frame_size = 1 << 20});
+    frame_decoder fast({.max_frame_size = 1 << 20, .fast_send = true});
     std::span<const std::byte> rest = input;
     std::vector<std::size_t> sizes;
     while (!rest.empty()) {
         auto r = whole.decode(rest);
+        auto q = fast.decode(rest);
+        check(r.has_value() == q.has_value());
         if (!r) {
+            check(r.error() == q.error());
             break;
+        }
+        check(r->complete == q->complete && r->bytes_needed == q->bytes_needed);
+        if (r->complete) {
+            const auto& a = r->frame;
+            const auto& b = q->frame;
+            check(a.size == b.size && a.raw_type == b.raw_type && a.known_type == b.known_type);
+            check(a.message_error == b.message_error && a.checksum == b.checksum);
+            check(a.payload.data() == b.payload.data() && a.payload.size() == b.payload.size());
+            check(a.metadata_values.has_value() == b.metadata_values.has_value());
+            if (a.metadata_values) {
+                check(a.metadata_values->publish_time == b.metadata_values->publish_time);
+                check(a.metadata_values->num_messages_in_batch ==
+                      b.metadata_values->num_messages_in_batch);
+                check(a.metadata_values->has_num_messages_in_batch ==
+                      b.metadata_values->has_num_messages_in_batch);
+            }
+            if (a.known_type && a.type() == nereus::proto::command_type::send) {
+                check(a.send.producer_id == b.send.producer_id);
+                check(a.send.sequence_id == b.send.sequence_id);
+                check(a.send.num_messages == b.send.num_messages);
+                check(a.send.highest_sequence_id == b.send.highest_sequence_id);
+                check(a.send.has_highest_sequence_id == b.send.has_highest_sequence_id);
+            }
         }
         if (!r->complete) {
             check(r->bytes_needed > rest.size());

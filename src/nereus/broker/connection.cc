@@ -48,7 +48,8 @@ connection::connection(strand_type strand, asio::ip::tcp::socket socket, broker_
       read_timer_(strand_),
       keepalive_timer_(strand_),
       decoder_(
-          proto::decoder_options{ctx.options.max_message_size + proto::frame_padding, true, true}),
+          proto::decoder_options{ctx.options.max_message_size + proto::frame_padding, true, true,
+                                  /*fast_send=*/true}),
       rbuf_(initial_rbuf) {
     boost::system::error_code ec;
     const auto ep = socket_.remote_endpoint(ec);
@@ -507,7 +508,7 @@ void connection::deliver(std::uint64_t consumer_id,
             id.partition = static_cast<std::int32_t>(*it->second.t->name().partition);
         }
         write_frame([&](proto::frame_buffer& b) {
-            return writer_.message(b, consumer_id, id, redelivery_count, d.remaining, *d.data);
+            return writer_.message(b, consumer_id, id, redelivery_count, d.remaining, d.bytes);
         });
     };
     if (strand_.running_in_this_thread()) {
@@ -534,7 +535,7 @@ void connection::deliver_batch(std::uint64_t consumer_id, std::vector<delivery>&
             id.entry_id = d.entry.pos.entry_id;
             write_frame([&](proto::frame_buffer& buf) {
                 return writer_.message(buf, consumer_id, id, d.redelivery_count, d.entry.remaining,
-                                       *d.entry.data);
+                                       d.entry.bytes);
             });
         }
     };

@@ -83,7 +83,10 @@ public:
         }
         std::vector<dispatch_entry> out;
         out.reserve(r->entries.size());
-        for (const auto& e : r->entries) {
+        // The read's buffers, shared by its entries: each entry is a view into them (no copy
+        // and no allocation per entry); the buffers go once every delivery of them is written.
+        const auto keep = std::make_shared<const ledger::read_result>(std::move(*r));
+        for (const auto& e : keep->entries) {
             dispatch_entry d;
             d.pos = {ledger_id_, e.at};
             d.publish_time = e.publish_time;
@@ -93,9 +96,8 @@ public:
                     d.remaining.push_back(static_cast<std::int64_t>(w));
                 }
             }
-            // One copy per read; every delivery of this read shares it (style R7).
-            d.data =
-                std::make_shared<const std::vector<std::byte>>(e.payload.begin(), e.payload.end());
+            d.bytes = e.payload;
+            d.owner = keep;
             d.fence = from_fence(e.fence);
             out.push_back(std::move(d));
         }

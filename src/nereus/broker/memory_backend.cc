@@ -56,7 +56,7 @@ public:
             if (auto it = partial_.find(e); it != partial_.end()) {
                 d.remaining = it->second;
             }
-            d.data = s.data;
+            d.share(s.data);
             d.fence = fence_;
             out.push_back(std::move(d));
         }

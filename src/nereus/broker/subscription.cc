@@ -65,7 +65,7 @@ std::uint32_t murmur3_32(const std::byte* data, std::size_t len) {
 
 // The Key_Shared slot of a stored entry: ordering_key, else partition_key, else "NONE_KEY"
 // (Pulsar's sticky key); an entry whose metadata cannot be read goes to slot 0.
-std::int32_t key_slot(const std::vector<std::byte>& stored) {
+std::int32_t key_slot(std::span<const std::byte> stored) {
     std::size_t at = 0;
     if (stored.size() >= 2 && proto::detail::load_be16(stored.data()) == proto::magic_crc32c) {
         at = proto::checksum_section_bytes;
@@ -371,7 +371,7 @@ result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want, 
                 d.pos = {view->ledger_id, e.entry_id};
                 d.publish_time = e.publish_time;
                 d.batch_size = e.batch_size;
-                d.data = e.data;
+                d.share(e.data);
                 d.fence = fence;
                 out.push_back(std::move(d));
             }
@@ -397,8 +397,8 @@ void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {
             continue;  // still with a consumer (skipped on a re-read after a rewind)
         }
         if (type_ == sub_type::key_shared) {
-            e.key_slot = key_slot(*e.data);
-            waiting_bytes_ += e.data->size();
+            e.key_slot = key_slot(e.bytes);
+            waiting_bytes_ += e.bytes.size();
         }
         buffer_.push_back(std::move(e));
     }
@@ -500,7 +500,7 @@ consumer* subscription::pick_consumer_locked() {
 }
 
 void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
-    pending_[entry] = p;
+    pending_.insert_or_assign(entry, p);
     if (p.slot >= 0) {
         auto& h = slots_[p.slot];
         h.holder = p.owner;
@@ -508,8 +508,7 @@ void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
     }
 }
 
-std::map<std::uint64_t, subscription::pending>::iterator subscription::erase_pending_locked(
-    std::map<std::uint64_t, pending>::iterator it) {
+subscription::pending_map::iterator subscription::erase_pending_locked(pending_map::iterator it) {
     if (it->second.slot >= 0) {
         if (auto s = slots_.find(it->second.slot); s != slots_.end()) {
             if (--s->second.entries == 0) {
@@ -526,7 +525,7 @@ void subscription::deliver_locked(consumer& c, const dispatch_entry& e, std::int
     c.unacked += messages;
     add_pending_locked(e.pos.entry_id, pending{&c, e.fence, e.batch_size, messages, slot});
     dispatched_ += messages;
-    bytes_dispatched_ += e.data ? e.data->size() : 0;
+    bytes_dispatched_ += e.bytes.size();
     // Counted on Shared/Key_Shared only (Exclusive/Failover report 0, as Pulsar).
     const std::uint32_t redeliveries = type_ == sub_type::shared || type_ == sub_type::key_shared
                                            ? cursor_->redelivery_count(e.pos.entry_id)
@@ -683,7 +682,7 @@ void subscription::dispatch_key_shared_locked() {
                 ++keep;
                 continue;
             }
-            waiting_bytes_ -= std::min(waiting_bytes_, e.data ? e.data->size() : 0);
+            waiting_bytes_ -= std::min(waiting_bytes_, e.bytes.size());
             deliver_locked(*owner, e, e.key_slot);
             if (!eligible(*owner)) {
                 --able;

@@ -62,11 +62,20 @@ struct dispatch_entry {
     // acked). Empty: deliver the whole entry.
     std::vector<std::int64_t> remaining;
     // The stored headers_and_payload (0x0e01 crc, metadata, payload) exactly as the producer
-    // sent it; shared by every delivery of this entry.
-    std::shared_ptr<const std::vector<std::byte>> data;
+    // sent it: a view kept alive by `owner`, shared by every delivery of this entry. The ledger
+    // backend's owner is the cursor read's buffer (one per read, shared by its entries: no copy
+    // or allocation per entry); others own one vector per entry (share()).
+    std::span<const std::byte> bytes;
+    std::shared_ptr<const void> owner;
     ack_fence fence;
     // Dispatcher scratch (backends leave it): the Key_Shared hash slot, computed once per read.
     std::int32_t key_slot = -1;
+
+    // Points bytes at *v and keeps v alive.
+    void share(std::shared_ptr<const std::vector<std::byte>> v) {
+        bytes = v ? std::span<const std::byte>(*v) : std::span<const std::byte>();
+        owner = std::move(v);
+    }
 
     // Messages this entry will count against a consumer's permits.
     std::uint32_t message_count() const noexcept;

@@ -1,10 +1,13 @@
 #include "nereus/proto/commands.h"
 
+#include "nereus/base/crc32c.h"
+
 #include "nereus/proto/errc.h"
 #include "nereus/proto/protocol_version.h"
 #include "nereus/proto/pulsar_api.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace nereus::proto {
 
@@ -312,6 +315,84 @@ command_writer::written command_writer::message(frame_buffer& out,
                                                 std::uint32_t redelivery_count,
                                                 std::span<const std::int64_t> ack_set,
                                                 std::span<const std::byte> stored) {
+    // One per delivered message: the broker's MESSAGE (ledger, entry, partition, redelivery
+    // count; no ack_set, no broker-entry metadata) is encoded directly, byte for byte what the
+    // generic path below writes (proto tests compare them), without clearing, checking, sizing
+    // and serialising the scratch BaseCommand.
+    if (ack_set.empty() && id.batch_index == -1 && id.ack_set.empty() && id.batch_size <= 0 &&
+        options_.broker_entry_metadata == nullptr &&
+        !(stored.size() >= magic_bytes &&
+          detail::load_be16(stored.data()) == magic_broker_entry_metadata)) {
+        const bool stored_has_checksum = stored.size() >= checksum_section_bytes &&
+                                         detail::load_be16(stored.data()) == magic_crc32c;
+        if (stored.size() >= (stored_has_checksum ? checksum_section_bytes : 0) +
+                                 size_field_bytes) {
+            const bool keep_checksum = send_checksum_to_consumer(options_.peer_protocol_version);
+            std::span<const std::byte> payload = stored;
+            bool add_checksum = false;
+            if (!keep_checksum && stored_has_checksum) {
+                payload = stored.subspan(checksum_section_bytes);
+            } else if (keep_checksum && !stored_has_checksum) {
+                add_checksum = true;
+            }
+            std::byte mid[3 * (1 + max_varint_bytes)];
+            std::byte* m = mid;
+            *m++ = std::byte{0x08};  // MessageIdData.ledgerId
+            m = put_varint(m, id.ledger_id);
+            *m++ = std::byte{0x10};  // entryId
+            m = put_varint(m, id.entry_id);
+            if (id.partition != -1) {
+                *m++ = std::byte{0x18};  // partition: int32, sign-extended to 64 bits on the wire
+                m = put_varint(m, static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)));
+            }
+            std::byte body[2 * (1 + max_varint_bytes) + 2 + sizeof mid];
+            std::byte* b = body;
+            *b++ = std::byte{0x08};  // CommandMessage.consumer_id
+            b = put_varint(b, consumer_id);
+            *b++ = std::byte{0x12};  // message_id (length-delimited, < 128 bytes)
+            *b++ = static_cast<std::byte>(m - mid);
+            b = std::copy(mid, m, b);
+            if (redelivery_count > 0) {
+                *b++ = std::byte{0x18};  // redelivery_count
+                b = put_varint(b, redelivery_count);
+            }
+            const auto body_size = static_cast<std::uint32_t>(b - body);  // < 128
+            // BaseCommand: type = MESSAGE (field 1), message (field 9).
+            const std::uint32_t command_size = 4 + body_size;
+            const std::uint64_t total = size_field_bytes + std::uint64_t{command_size} +
+                                        (add_checksum ? checksum_section_bytes : 0) +
+                                        payload.size();
+            if (total + size_field_bytes <= options_.max_frame_size) {
+                const std::size_t old = out.size();
+                out.resize(old + size_field_bytes + total);
+                std::byte* p = out.data() + old;
+                detail::store_be32(p, static_cast<std::uint32_t>(total));
+                detail::store_be32(p + size_field_bytes, command_size);
+                p += simple_frame_overhead;
+                *p++ = std::byte{0x08};
+                *p++ = static_cast<std::byte>(command_type::message);
+                *p++ = std::byte{0x4a};
+                *p++ = static_cast<std::byte>(body_size);
+                p = std::copy(body, b, p);
+                if (add_checksum) {
+                    detail::store_be16(p, magic_crc32c);
+                    detail::store_be32(p + magic_bytes, crc32c::value(payload));
+                    p += checksum_section_bytes;
+                }
+                std::memcpy(p, payload.data(), payload.size());
+                return size_field_bytes + total;
+            }
+        }
+    }
+    return message_generic(out, consumer_id, id, redelivery_count, ack_set, stored);
+}
+
+command_writer::written command_writer::message_generic(frame_buffer& out,
+                                                        std::uint64_t consumer_id,
+                                                        const message_id& id,
+                                                        std::uint32_t redelivery_count,
+                                                        std::span<const std::int64_t> ack_set,
+                                                        std::span<const std::byte> stored) {
     auto* c = scratch(command_type::message).mutable_message();
     c->set_consumer_id(consumer_id);
     fill_id(*c->mutable_message_id(), id);

@@ -224,6 +224,14 @@ public:
                                   std::uint32_t redelivery_count,
                                   std::span<const std::int64_t> ack_set,
                                   std::span<const std::byte> stored);
+    // The same frame through the generic protobuf path (message() encodes the broker's
+    // common case directly; tests compare the two).
+    [[nodiscard]] written message_generic(frame_buffer& out,
+                                          std::uint64_t consumer_id,
+                                          const message_id& id,
+                                          std::uint32_t redelivery_count,
+                                          std::span<const std::int64_t> ack_set,
+                                          std::span<const std::byte> stored);
     [[nodiscard]] written ack_response(frame_buffer& out,
                                        std::uint64_t consumer_id,
                                        std::uint64_t request_id,

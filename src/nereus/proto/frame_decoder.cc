@@ -110,6 +110,16 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
     frame_view& f = step.frame;
     f.size = static_cast<std::size_t>(wire_size);
     f.command_bytes = body.subspan(size_field_bytes, command_size);
+    if (options_.fast_send) {
+        if (const auto s = scan_send_command(f.command_bytes)) {
+            f.raw_type = static_cast<std::int32_t>(command_type::send);
+            f.known_type = true;
+            f.send = *s;
+            decode_payload_section(body.subspan(size_field_bytes + command_size), f);
+            step.complete = true;
+            return step;
+        }
+    }
     if (!command_->ParsePartialFromArray(f.command_bytes.data(),
                                          static_cast<int>(f.command_bytes.size()))) {
         return error(errc::bad_command);
@@ -132,6 +142,14 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
     const command_type type = f.type();
     if (!has_body(*command_, type) && type != command_type::ping && type != command_type::pong) {
         return error(errc::missing_command_body);
+    }
+    if (type == command_type::send) {
+        const auto& s = command_->send();
+        f.send.producer_id = s.producer_id();
+        f.send.sequence_id = s.sequence_id();
+        f.send.num_messages = s.num_messages();
+        f.send.has_highest_sequence_id = s.has_highest_sequence_id();
+        f.send.highest_sequence_id = s.highest_sequence_id();
     }
     if (is_payload_command(type)) {
         decode_payload_section(body.subspan(size_field_bytes + command_size), f);
@@ -209,13 +227,28 @@ void frame_decoder::decode_payload_section(std::span<const std::byte> rest, fram
     f.metadata_bytes = rest.first(metadata_size);
     f.payload = rest.subspan(metadata_size);
     if (options_.parse_metadata) {
-        if (!metadata_->ParsePartialFromArray(f.metadata_bytes.data(),
-                                              static_cast<int>(f.metadata_bytes.size()))) {
-            f.message_error = errc::bad_metadata;
+        parse_metadata(f);
+    }
+}
+
+void frame_decoder::parse_metadata(frame_view& f) {
+    if (options_.fast_send && f.type() == command_type::send) {
+        if (const auto m = scan_metadata(f.metadata_bytes)) {
+            f.metadata_values = *m;
             return;
         }
-        f.metadata_ = metadata_.get();
     }
+    if (!metadata_->ParsePartialFromArray(f.metadata_bytes.data(),
+                                          static_cast<int>(f.metadata_bytes.size()))) {
+        f.message_error = errc::bad_metadata;
+        return;
+    }
+    f.metadata_ = metadata_.get();
+    metadata_fields m;
+    m.publish_time = metadata_->publish_time();
+    m.num_messages_in_batch = metadata_->num_messages_in_batch();
+    m.has_num_messages_in_batch = metadata_->has_num_messages_in_batch();
+    f.metadata_values = m;
 }
 
 }  // namespace nereus::proto

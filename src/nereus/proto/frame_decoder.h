@@ -23,6 +23,7 @@
 #include "nereus/base/result.h"
 #include "nereus/proto/command_type.h"
 #include "nereus/proto/frame_format.h"
+#include "nereus/proto/send_scan.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,11 @@ struct decoder_options {
     // Parse MessageMetadata of SEND/MESSAGE (the broker needs num_messages_in_batch, keys and
     // publish_time). Off: metadata() is null, the views are still set.
     bool parse_metadata = true;
+    // SEND frames (the broker's produce path): read the command and the metadata with the
+    // direct scanners of send_scan.h, falling back to the generic parse for any shape they do
+    // not read. A SEND so decoded has no command() / metadata() objects: read
+    // frame_view::send and frame_view::metadata_values instead. Off: the generic parse only.
+    bool fast_send = false;
 };
 
 enum class checksum_state : std::uint8_t {
@@ -84,10 +90,19 @@ struct frame_view {
 
     command_type type() const noexcept { return static_cast<command_type>(raw_type); }
 
-    // The parsed command. Valid until the next decode().
+    // SEND only: the command's fields the broker reads (either path).
+    send_fields send;
+    // Set when the metadata was parsed (parse_metadata on, no message_error): the fields the
+    // broker reads, on either path.
+    std::optional<metadata_fields> metadata_values;
+
+    // True when the generic parse ran, so command() is available; false for a SEND read by the
+    // fast_send scanners.
+    bool has_command() const noexcept { return command_ != nullptr; }
+    // The parsed command. Valid until the next decode(). Requires has_command().
     const pb::BaseCommand& command() const noexcept { return *command_; }
-    // Parsed MessageMetadata, or null (not a payload command, parse_metadata off, or
-    // message_error set). Valid until the next decode().
+    // Parsed MessageMetadata, or null (not a payload command, parse_metadata off, message_error
+    // set, or a SEND read by the fast_send scanners). Valid until the next decode().
     const pb::MessageMetadata* metadata() const noexcept { return metadata_; }
 
 private:
@@ -124,6 +139,7 @@ public:
 
 private:
     void decode_payload_section(std::span<const std::byte> rest, frame_view& f);
+    void parse_metadata(frame_view& f);
 
     decoder_options options_;
     std::unique_ptr<pb::BaseCommand> command_;

@@ -83,7 +83,7 @@ result<read_batch> journaled_store::read(stream_id id,
         std::size_t pos;
         std::uint32_t len;
     };
-    std::vector<std::byte> buf;
+    read_buffer buf;  // grown without zero-fill: every byte used is read from the file first
     std::vector<found> got;
     std::uint64_t cur = from.value();
     std::size_t taken = 0;

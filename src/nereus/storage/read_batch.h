@@ -10,9 +10,38 @@
 #include "nereus/storage/types.h"
 
 #include <cstddef>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace nereus::storage {
+
+// An allocator whose value-initialisation leaves bytes uninitialised: resize() of a read
+// buffer does not zero-fill what the next pread overwrites at once (style: no per-read memset).
+template <class T>
+struct uninit_allocator : std::allocator<T> {
+    using value_type = T;
+    template <class U>
+    struct rebind {
+        using other = uninit_allocator<U>;
+    };
+    uninit_allocator() noexcept = default;
+    template <class U>
+    uninit_allocator(const uninit_allocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+        ::new (static_cast<void*>(p)) U;  // default-, not value-initialised
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        std::construct_at(p, std::forward<Args>(args)...);
+    }
+};
+
+// A read buffer: grows without zero-filling (every byte handed out was read from a file).
+using read_buffer = std::vector<std::byte, uninit_allocator<std::byte>>;
 
 struct entry_view {
     offset at;
@@ -22,7 +51,7 @@ struct entry_view {
 class read_batch {
 public:
     read_batch() = default;
-    read_batch(std::vector<std::byte> buffer, std::vector<entry_view> entries)
+    read_batch(read_buffer buffer, std::vector<entry_view> entries)
         : buffer_(std::move(buffer)), entries_(std::move(entries)) {}
     read_batch(read_batch&&) noexcept = default;
     read_batch& operator=(read_batch&&) noexcept = default;
@@ -42,7 +71,7 @@ public:
     }
 
 private:
-    std::vector<std::byte> buffer_;  // moved vectors keep their heap block, so views stay valid
+    read_buffer buffer_;  // moved vectors keep their heap block, so views stay valid
     std::vector<entry_view> entries_;
 };
 

@@ -49,5 +49,47 @@ TEST(Crc32c, DetectsSingleBitFlip) {
     EXPECT_NE(before, crc32c::value(buf.data(), buf.size()));
 }
 
+TEST(Crc32c, InterleavedBlocksAgreeWithPortable) {
+    // The hardware path cuts buffers of >= 768 B (3 x 256) and >= 12 KiB (3 x 4 KiB) into three
+    // interleaved chains: lengths around every boundary, odd start addresses and split points.
+    std::mt19937 rng(7);
+    std::vector<unsigned char> buf(40000);
+    for (auto& b : buf) {
+        b = static_cast<unsigned char>(rng());
+    }
+    std::vector<std::size_t> lengths;
+    for (const std::size_t edge : {768U, 1536U, 12288U, 24576U, 12288U + 768U}) {
+        for (std::size_t d = 0; d < 10; ++d) {
+            lengths.push_back(edge - 5 + d);
+        }
+    }
+    for (int i = 0; i < 60; ++i) {
+        lengths.push_back(rng() % 39000);
+    }
+    for (const std::size_t len : lengths) {
+        const std::size_t start = rng() % 8;
+        const unsigned char* p = buf.data() + start;
+        const auto expected = crc32c::extend_portable(0, p, len);
+        EXPECT_EQ(crc32c::value(p, len), expected) << "len " << len << " start " << start;
+        const std::size_t cut = len == 0 ? 0 : rng() % len;
+        const std::uint32_t seed = crc32c::value(p, cut);
+        EXPECT_EQ(crc32c::extend(seed, p + cut, len - cut), expected) << "len " << len;
+        EXPECT_EQ(crc32c::extend_portable(seed, p + cut, len - cut), expected);
+    }
+}
+
+TEST(Crc32c, DetectsSingleBitFlipInEveryChain) {
+    std::vector<unsigned char> buf(3 * 4096 + 3 * 256 + 5, 0x5a);
+    const auto before = crc32c::value(buf.data(), buf.size());
+    for (const std::size_t at : {std::size_t{0}, std::size_t{4096}, std::size_t{8193},
+                                 std::size_t{12288}, std::size_t{12288 + 300},
+                                 std::size_t{12288 + 700}, buf.size() - 1}) {
+        buf[at] ^= 0x01;
+        EXPECT_NE(before, crc32c::value(buf.data(), buf.size())) << at;
+        buf[at] ^= 0x01;
+    }
+    EXPECT_EQ(before, crc32c::value(buf.data(), buf.size()));
+}
+
 }  // namespace
 }  // namespace nereus

@@ -1,8 +1,8 @@
 // Heap allocations per produced message, counted (doc/perf.md "Optimisations"): the whole produce
 // path — SEND decode, connection, topic, ledger backend, managed ledger, journaled store, group
 // commit, SEND_RECEIPT — over the real ledger backend in a temp dir. Its own executable: it
-// replaces the global operator new to count calls made by the broker's threads (the test's own
-// thread, which drives the wire client, is excluded).
+// replaces the global operator new (support/count_allocs.h) to count calls made by the broker's
+// threads (the test's own thread, which drives the wire client, is excluded).
 //
 // Before the inline completions (base/completion.h), the receipt-frame coalescing and the
 // producer's vector FIFO, this path made about 5.0 allocations per message (heaptrack); in steady
@@ -14,94 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include "support/count_allocs.h"
 #include "support/wire_client.h"
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <new>
 #include <string>
-
-// GCC 12 flags free() in the replaced operator delete as mismatched with the (replaced)
-// operator new once both are inlined; here both go through malloc/free.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-std::atomic<std::uint64_t> g_allocs{0};
-std::atomic<bool> g_counting{false};
-thread_local bool t_excluded = false;
-
-void* counted_alloc(std::size_t n) {
-    if (g_counting.load(std::memory_order_relaxed) && !t_excluded) {
-        g_allocs.fetch_add(1, std::memory_order_relaxed);
-    }
-    return std::malloc(n == 0 ? 1 : n);
-}
-void* counted_aligned(std::size_t n, std::size_t align) {
-    if (g_counting.load(std::memory_order_relaxed) && !t_excluded) {
-        g_allocs.fetch_add(1, std::memory_order_relaxed);
-    }
-    const std::size_t rounded = (n + align - 1) / align * align;
-    return std::aligned_alloc(align, rounded == 0 ? align : rounded);
-}
-}  // namespace
-
-// NOLINTBEGIN(misc-new-delete-overloads)
-void* operator new(std::size_t n) {
-    if (void* p = counted_alloc(n)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-    if (void* p = counted_alloc(n)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-    return counted_alloc(n);
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-    return counted_alloc(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-    if (void* p = counted_aligned(n, static_cast<std::size_t>(a))) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-    if (void* p = counted_aligned(n, static_cast<std::size_t>(a))) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-// NOLINTEND(misc-new-delete-overloads)
 
 namespace nereus::broker::test {
 namespace {

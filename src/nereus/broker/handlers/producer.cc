@@ -125,15 +125,15 @@ awaitable<void> connection::handle_producer(const proto::frame_view& f) {
 }
 
 bool connection::handle_send(const proto::frame_view& f) {
-    const auto& s = f.command().send();
-    auto it = producers_.find(s.producer_id());
+    const auto& s = f.send;  // the fast_send scanners or the generic parse (frame_decoder.h)
+    auto it = producers_.find(s.producer_id);
     if (it == producers_.end() || !it->second->ready) {
-        if (recently_closed_producers_.contains(s.producer_id()) ||
+        if (recently_closed_producers_.contains(s.producer_id) ||
             (it != producers_.end() && it->second->closing)) {
             return true;  // a SEND racing the close: dropped, as Java does
         }
         NEREUS_LOG(broker_log(), info, "closing connection peer={}: SEND for unknown producer {}",
-                   peer_, s.producer_id());
+                   peer_, s.producer_id);
         return false;
     }
     auto p = it->second;
@@ -141,10 +141,10 @@ bool connection::handle_send(const proto::frame_view& f) {
         return true;
     }
     pending_send ps;
-    ps.sequence_id = s.sequence_id();
-    ps.highest_sequence_id = s.has_highest_sequence_id() && s.highest_sequence_id() > 0
-                                 ? s.highest_sequence_id()
-                                 : s.sequence_id();
+    ps.sequence_id = s.sequence_id;
+    ps.highest_sequence_id = s.has_highest_sequence_id && s.highest_sequence_id > 0
+                                 ? s.highest_sequence_id
+                                 : s.sequence_id;
     const std::uint64_t serial = p->front_serial + p->pending.size();
     if (f.message_error) {
         if (f.message_error == make_error_code(proto::errc::checksum_mismatch)) {
@@ -171,10 +171,10 @@ bool connection::handle_send(const proto::frame_view& f) {
         return true;
     }
     append_info info;
-    if (const auto* md = f.metadata()) {
-        info.publish_time = static_cast<std::int64_t>(md->publish_time());
-        if (md->has_num_messages_in_batch() && md->num_messages_in_batch() > 0) {
-            info.batch_size = static_cast<std::uint32_t>(md->num_messages_in_batch());
+    if (const auto& md = f.metadata_values) {
+        info.publish_time = static_cast<std::int64_t>(md->publish_time);
+        if (md->has_num_messages_in_batch && md->num_messages_in_batch > 0) {
+            info.batch_size = static_cast<std::uint32_t>(md->num_messages_in_batch);
         }
     }
     p->pending.push_back(std::move(ps));

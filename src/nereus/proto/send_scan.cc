@@ -1,0 +1,148 @@
+#include "nereus/proto/send_scan.h"
+
+namespace nereus::proto {
+namespace {
+
+// A base-128 varint of at most 9 bytes (values < 2^63); false otherwise (truncated, or a 10-byte
+// varint, left to protobuf's own rules).
+inline bool varint9(std::span<const std::byte> b, std::size_t& pos, std::uint64_t& out) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 63; shift += 7) {
+        if (pos >= b.size()) {
+            return false;
+        }
+        const auto c = static_cast<std::uint8_t>(b[pos++]);
+        v |= std::uint64_t(c & 0x7f) << shift;
+        if ((c & 0x80) == 0) {
+            out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+// Skips a length-delimited field's body; false when its length runs past the end.
+inline bool skip_len(std::span<const std::byte> b, std::size_t& pos) {
+    std::uint64_t n = 0;
+    if (!varint9(b, pos, n) || n > b.size() - pos) {
+        return false;
+    }
+    pos += static_cast<std::size_t>(n);
+    return true;
+}
+
+// protobuf stores an int32 field's varint truncated to its low 32 bits.
+inline std::int32_t as_int32(std::uint64_t v) {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+}
+
+std::optional<send_fields> scan_send_body(std::span<const std::byte> b) noexcept {
+    send_fields s;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        const auto tag = static_cast<std::uint8_t>(b[pos++]);
+        // Fields 1..8, all varints (wire type 0): tags 0x08..0x40, one byte each.
+        if ((tag & 7) != 0 || tag < 0x08 || tag > 0x40) {
+            return std::nullopt;  // message_id (9), unknown fields, other wire types
+        }
+        std::uint64_t v = 0;
+        if (!varint9(b, pos, v)) {
+            return std::nullopt;
+        }
+        switch (tag >> 3) {
+            case 1:
+                s.producer_id = v;
+                break;
+            case 2:
+                s.sequence_id = v;
+                break;
+            case 3:
+                s.num_messages = as_int32(v);
+                break;
+            case 6:
+                s.highest_sequence_id = v;
+                s.has_highest_sequence_id = true;
+                break;
+            default:  // txnid_least_bits, txnid_most_bits, is_chunk, marker: not read
+                break;
+        }
+    }
+    return s;
+}
+
+}  // namespace
+
+std::optional<send_fields> scan_send_command(std::span<const std::byte> b) noexcept {
+    bool have_type = false;
+    std::optional<send_fields> send;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        const auto tag = static_cast<std::uint8_t>(b[pos++]);
+        if (tag == 0x08 && !have_type) {  // type = SEND (6), one byte
+            if (pos >= b.size() || static_cast<std::uint8_t>(b[pos]) != 6) {
+                return std::nullopt;
+            }
+            ++pos;
+            have_type = true;
+        } else if (tag == 0x32 && !send) {  // send (field 6, length-delimited), once
+            std::uint64_t n = 0;
+            if (!varint9(b, pos, n) || n > b.size() - pos) {
+                return std::nullopt;
+            }
+            send = scan_send_body(b.subspan(pos, static_cast<std::size_t>(n)));
+            if (!send) {
+                return std::nullopt;
+            }
+            pos += static_cast<std::size_t>(n);
+        } else {
+            return std::nullopt;  // any other field, or a repeated type / send
+        }
+    }
+    if (!have_type) {
+        return std::nullopt;
+    }
+    return send;
+}
+
+std::optional<metadata_fields> scan_metadata(std::span<const std::byte> b) noexcept {
+    // Field numbers 1..30 by wire type: bit n set = field n.
+    constexpr std::uint32_t kVarint = (1U << 2) | (1U << 3) | (1U << 8) | (1U << 9) |
+                                      (1U << 11) | (1U << 12) | (1U << 17) | (1U << 19) |
+                                      (1U << 20) | (1U << 22) | (1U << 23) | (1U << 24) |
+                                      (1U << 25) | (1U << 27) | (1U << 28) | (1U << 29) |
+                                      (1U << 30);
+    constexpr std::uint32_t kBytes = (1U << 1) | (1U << 5) | (1U << 6) | (1U << 7) | (1U << 14) |
+                                     (1U << 15) | (1U << 16) | (1U << 18) | (1U << 26);
+    metadata_fields m;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        std::uint64_t tag = 0;
+        const std::size_t tag_at = pos;
+        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
+            return std::nullopt;
+        }
+        const auto field = static_cast<std::uint32_t>(tag >> 3);
+        const auto wire = static_cast<std::uint32_t>(tag & 7);
+        if (wire == 0 && (kVarint >> field & 1U) != 0) {
+            std::uint64_t v = 0;
+            if (!varint9(b, pos, v)) {
+                return std::nullopt;
+            }
+            if (field == 3) {
+                m.publish_time = v;
+            } else if (field == 11) {
+                m.num_messages_in_batch = as_int32(v);
+                m.has_num_messages_in_batch = true;
+            }
+        } else if (wire == 2 && (kBytes >> field & 1U) != 0) {
+            if (!skip_len(b, pos)) {
+                return std::nullopt;
+            }
+        } else {
+            return std::nullopt;  // properties (4), encryption_keys (13), unknown, mismatched
+        }
+    }
+    return m;
+}
+
+}  // namespace nereus::proto
