@@ -37,6 +37,21 @@ run batched "sent=2000 receipted=2000 consumed=2000 distinct=2000 duplicates=0 e
 run unbatched "sent=2000 receipted=2000 distinct=2000 errors=0" \
     produce --num-messages 2000 --consume --size 64 --topics 2 --no-batching \
     --max-pending 50 --ack cumulative --rate 4000
+# The publish latency's split: each message's SEND-encoded -> receipt and send lag are parts of
+# its intended -> receipt, so their percentiles can never exceed the whole's (same histograms).
+check_split() {
+    local summary key part whole
+    summary=$(grep '^perf-summary:' "$dir/$1.out")
+    for key in sent_p50_ms:pub_p50_ms sent_p99_ms:pub_p99_ms lag_p50_ms:pub_p50_ms lag_p99_ms:pub_p99_ms; do
+        part=$(grep -o " ${key%%:*}=[0-9.]*" <<<"$summary" | cut -d= -f2)
+        whole=$(grep -o " ${key##*:}=[0-9.]*" <<<"$summary" | cut -d= -f2)
+        if [ -z "$part" ] || [ -z "$whole" ] || ! awk -v a="$part" -v b="$whole" 'BEGIN { exit !(a <= b) }'; then
+            echo "FAIL $1: want ${key%%:*} ($part) <= ${key##*:} ($whole) in: $summary"; exit 1
+        fi
+    done
+}
+check_split unbatched
+check_split batched
 # Two producers and two Shared consumers on one topic.
 run shared "sent=2000 receipted=2000 distinct=2000 errors=0" \
     produce --num-messages 2000 --consume --topics it-shared --producers 2 --consumers 2 \

@@ -343,7 +343,8 @@ producer::producer(asio::io_context& ioc, perf_stats& stats, producer_config con
       single_(std::make_unique<proto::pb::SingleMessageMetadata>()),
       payload_(config_.size, std::byte{0x5a}),
       sends_(std::max<std::uint32_t>(config_.max_pending, 1)),
-      intended_(std::max<std::uint32_t>(config_.max_pending, 1)) {
+      intended_(std::max<std::uint32_t>(config_.max_pending, 1)),
+      sent_at_(intended_.size()) {
     if (config_.batch_max > 1) {
         batch_.reserve(static_cast<std::size_t>(config_.batch_max) * (config_.size + 16));
     }
@@ -436,6 +437,7 @@ void producer::add_message(std::uint64_t i, steady::time_point intended) {
             fail(fmt::format("encode SEND: {}", w.error().message()));
             return;
         }
+        mark_sent(1);
         sends_[(sends_head_ + sends_size_) % sends_.size()] = pending_send{seq, 1};
         ++sends_size_;
         return;
@@ -452,6 +454,14 @@ void producer::add_message(std::uint64_t i, steady::time_point intended) {
         return;
     }
     ++batch_count_;
+}
+
+void producer::mark_sent(std::uint32_t n) {
+    // The last n messages added (in_flight_ counts them already) go out in this SEND.
+    const std::int64_t now = steady_ns(steady::now());
+    for (std::uint64_t k = in_flight_ - n; k < in_flight_; ++k) {
+        sent_at_[(intended_head_ + k) % sent_at_.size()] = now;
+    }
 }
 
 void producer::flush_batch() {
@@ -471,6 +481,7 @@ void producer::flush_batch() {
         fail(fmt::format("encode SEND: {}", w.error().message()));
         return;
     }
+    mark_sent(batch_count_);
     sends_[(sends_head_ + sends_size_) % sends_.size()] =
         pending_send{batch_first_seq_, batch_count_};
     ++sends_size_;
@@ -581,10 +592,16 @@ void producer::on_frame(const proto::frame_view& f) {
             --sends_size_;
             const std::int64_t now = steady_ns(steady::now());
             for (std::uint32_t k = 0; k < n; ++k) {
-                const auto lat = static_cast<std::uint64_t>(
-                    std::max<std::int64_t>(0, now - intended_[intended_head_]));
+                const std::int64_t intended = intended_[intended_head_];
+                const std::int64_t sent = sent_at_[intended_head_];
+                const auto lat =
+                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - intended));
                 intended_head_ = (intended_head_ + 1) % intended_.size();
                 stats_.publish_total.record(lat);
+                stats_.send_lag.record(
+                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, sent - intended)));
+                stats_.publish_from_send.record(
+                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - sent)));
                 stats_.publish_interval.record(lat);
             }
             in_flight_ -= n;

@@ -154,6 +154,8 @@ public:
 private:
     void add_message(std::uint64_t i, steady::time_point intended);
     void flush_batch();
+    // Records the encoding time of the last n messages added (their SEND frame).
+    void mark_sent(std::uint32_t n);
     void fail(std::string why);
     void wake();
     asio::awaitable<void> wait_until(steady::time_point t);
@@ -184,6 +186,7 @@ private:
     std::size_t sends_head_ = 0;
     std::size_t sends_size_ = 0;
     std::vector<std::int64_t> intended_;  // steady ns, per message in flight or batched
+    std::vector<std::int64_t> sent_at_;   // steady ns its SEND was encoded, same ring as intended_
     std::size_t intended_head_ = 0;
     std::uint64_t in_flight_ = 0;  // messages sent or batched, not receipted
     std::int64_t steady_base_ns_ = 0;

@@ -473,15 +473,22 @@ int run_perf(perf_options o) {
             static_cast<unsigned long long>(st.send_errors), secs, rate, mbs);
         std::printf("perf produce: publish latency (intended send -> receipt) %s\n",
                     latency_line(st.publish_total).c_str());
+        std::printf("perf produce:   of which send lag (intended -> SEND encoded) %s\n",
+                    latency_line(st.send_lag).c_str());
+        std::printf("perf produce:   and SEND encoded -> receipt %s\n",
+                    latency_line(st.publish_from_send).c_str());
         summary += fmt::format(
             " size={} rate={:.0f} producers={} batch={} window={} sent={} receipted={} "
             "produce_msg_s={:.0f} "
             "produce_mb_s={:.2f} pub_p50_ms={:.3f} pub_p99_ms={:.3f} pub_p999_ms={:.3f} "
-            "pub_max_ms={:.3f}",
+            "pub_max_ms={:.3f} sent_p50_ms={:.3f} sent_p99_ms={:.3f} lag_p50_ms={:.3f} "
+            "lag_p99_ms={:.3f}",
             opt.size, opt.rate, total_producers, opt.batching() ? opt.batch_max_messages : 0,
             opt.max_pending, st.sent, st.receipted, rate, mbs, ms(st.publish_total.percentile(0.5)),
             ms(st.publish_total.percentile(0.99)), ms(st.publish_total.percentile(0.999)),
-            ms(st.publish_total.max()));
+            ms(st.publish_total.max()), ms(st.publish_from_send.percentile(0.5)),
+            ms(st.publish_from_send.percentile(0.99)), ms(st.send_lag.percentile(0.5)),
+            ms(st.send_lag.percentile(0.99)));
         if (st.sent != st.receipted) {
             s.errors.push_back(
                 fmt::format("{} messages sent but not receipted", st.sent - st.receipted));

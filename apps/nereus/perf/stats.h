@@ -74,6 +74,11 @@ struct perf_stats {
     std::uint64_t receipted_bytes = 0;
     std::uint64_t send_errors = 0;  // SEND_ERROR (messages)
     histogram publish_total;        // ns from intended send to receipt
+    // The split of publish_total: intended send -> the SEND frame is encoded (the tool's own
+    // lag: timer wake-up, a full window), and that moment -> receipt (the broker's part plus
+    // the two socket hops). Batched messages count from their batch's encoding.
+    histogram send_lag;
+    histogram publish_from_send;
     histogram publish_interval;
     std::chrono::steady_clock::time_point last_receipt{};
 

@@ -12,9 +12,10 @@
 //     publishes the new end offsets and fires the completions.
 //   - checkpointer: fdatasyncs the segment files dirtied before journal position P, durably
 //     writes P to the checkpoint file and deletes journal files wholly before P.
-//   - preparer: when asked, prepares journal/spare (zero-filled to journal_max_bytes, synced,
-//     renamed into place, directory synced), so that a journal roll can switch to a file whose
-//     blocks are allocated and whose syncs never extend it. The committer never waits for it.
+//   - preparer: when asked, prepares journal/spare (zero-filled to journal_max_bytes in synced
+//     chunks paced to prepare_bytes_per_s, renamed into place, directory synced), so that a
+//     journal roll can switch to a file whose blocks are allocated and whose syncs never extend
+//     it. The committer never waits for it.
 // Ownership: owns its threads, the journal file, the spare file and the descriptor cache.
 // Thread-safety: thread-safe.
 
@@ -128,8 +129,9 @@ private:
 
     // --- prepared journal files (journaled_store_spare.cc) ---
     void preparer_loop();
-    // Writes journal/spare.tmp (zeros, synced), renames it to journal/spare, syncs journal/.
-    // Preparer thread. Gives up (removing the tmp file) when close() stops the preparer.
+    // Writes journal/spare.tmp (zeros in paced chunks, each synced), renames it to
+    // journal/spare, syncs journal/: durable when it returns. Preparer thread. Gives up
+    // (removing the tmp file) when close() stops the preparer, between chunks or in a pace wait.
     result<void> prepare_spare();
     // Asks the preparer for a spare (committer thread, recovery). Cheap; no I/O.
     void request_spare();

@@ -12,8 +12,6 @@
 namespace nereus::storage {
 namespace {
 
-constexpr std::size_t kZeroWrite = 1U << 20;      // one write
-constexpr std::uint64_t kSyncEvery = 8ULL << 20;  // bounds the dirty bytes of one sync burst
 constexpr auto kFirstRetryDelay = std::chrono::seconds(1);
 constexpr auto kMaxRetryDelay = std::chrono::seconds(64);
 
@@ -90,13 +88,27 @@ result<void> journaled_store::prepare_spare() {
     };
     // Real writes, not fallocate: fallocated blocks are "unwritten" extents, and the first
     // write into one changes the extent tree, which fdatasync must then write as well.
-    const std::vector<std::byte> zeros(
-        static_cast<std::size_t>(std::min<std::uint64_t>(kZeroWrite, opts_.journal_max_bytes)));
-    std::uint64_t unsynced = 0;
+    // Paced (store_options::prepare_chunk_bytes, prepare_bytes_per_s): each chunk is synced
+    // before the next is written, so at most one chunk of writeback ever queues in front of a
+    // commit's fdatasync, and chunk k starts no sooner than k * chunk / rate after the first.
+    // close() stops it between chunks, also while it waits for its pace.
+    const std::uint64_t chunk = opts_.prepare_chunk_bytes == 0
+                                    ? opts_.journal_max_bytes
+                                    : std::min(opts_.prepare_chunk_bytes, opts_.journal_max_bytes);
+    const std::vector<std::byte> zeros(static_cast<std::size_t>(chunk));
+    const double rate = static_cast<double>(opts_.prepare_bytes_per_s);
+    const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t pos = 0; pos < opts_.journal_max_bytes;) {
         {
-            const std::lock_guard lock(prep_mu_);
+            std::unique_lock lock(prep_mu_);
+            if (rate > 0 && pos > 0) {
+                const auto due =
+                    t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(static_cast<double>(pos) / rate));
+                prep_cv_.wait_until(lock, due, [&] { return prep_stop_; });
+            }
             if (prep_stop_) {
+                lock.unlock();
                 return abandon(make_error_code(errc::closed));
             }
         }
@@ -104,17 +116,10 @@ result<void> journaled_store::prepare_spare() {
         if (auto r = f->write_at(pos, bytes_view(zeros.data(), n)); !r) {
             return abandon(r.error());
         }
-        pos += n;
-        unsynced += n;
-        if (unsynced >= kSyncEvery && pos < opts_.journal_max_bytes) {
-            if (auto r = f->sync(); !r) {
-                return abandon(r.error());
-            }
-            unsynced = 0;
+        if (auto r = f->sync(); !r) {
+            return abandon(r.error());
         }
-    }
-    if (auto r = f->sync(); !r) {
-        return abandon(r.error());
+        pos += n;
     }
     f.reset();
     // Only a complete, synced file ever carries the name `spare`.

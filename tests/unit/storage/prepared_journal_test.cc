@@ -16,7 +16,10 @@
 #include "support/payloads.h"
 #include "support/store_helpers.h"
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace nereus::storage {
 namespace {
@@ -24,6 +27,111 @@ namespace {
 using namespace testing;
 
 constexpr std::size_t kPayload = 40;
+
+// Records, in order and with their times, what the preparer does to journal/spare.tmp (open,
+// each write's offset and size, syncs) and the renames of it; forwards everything.
+class spare_recorder final : public file_system {
+public:
+    struct event {
+        enum class kind { open, write, sync, rename } what;
+        std::uint64_t offset = 0;
+        std::uint64_t size = 0;
+        std::chrono::steady_clock::time_point at;
+    };
+    explicit spare_recorder(std::shared_ptr<file_system> inner) : inner_(std::move(inner)) {}
+
+    std::vector<event> events() {
+        const std::lock_guard l(mu_);
+        return events_;
+    }
+    // Waits (bounded: 60 s) until `n` syncs of spare.tmp were recorded.
+    bool wait_for_syncs(std::size_t n) {
+        std::unique_lock l(mu_);
+        return cv_.wait_for(l, std::chrono::seconds(60), [&] { return syncs_ >= n; });
+    }
+
+    result<std::unique_ptr<file>> open(const std::string& path, open_mode mode) override {
+        auto f = inner_->open(path, mode);
+        if (!f || !path.ends_with(format::kSpareJournalTmpName)) {
+            return f;
+        }
+        record({event::kind::open});
+        return std::unique_ptr<file>(std::make_unique<recorded_file>(this, std::move(*f)));
+    }
+    result<void> remove(const std::string& p) override { return inner_->remove(p); }
+    result<void> rename(const std::string& a, const std::string& b) override {
+        return inner_->rename(a, b);
+    }
+    result<void> rename_noreplace(const std::string& a, const std::string& b) override {
+        auto r = inner_->rename_noreplace(a, b);
+        if (r && a.ends_with(format::kSpareJournalTmpName)) {
+            record({event::kind::rename});
+        }
+        return r;
+    }
+    result<void> create_dir(const std::string& p) override { return inner_->create_dir(p); }
+    result<void> create_dirs(const std::string& p) override { return inner_->create_dirs(p); }
+    result<void> remove_dir(const std::string& p) override { return inner_->remove_dir(p); }
+    result<void> sync_dir(const std::string& p) override { return inner_->sync_dir(p); }
+    result<void> sync_all(const std::string& p) override { return inner_->sync_all(p); }
+    result<std::vector<std::string>> list_dir(const std::string& p) override {
+        return inner_->list_dir(p);
+    }
+    result<bool> exists(const std::string& p) override { return inner_->exists(p); }
+    result<bool> is_dir(const std::string& p) override { return inner_->is_dir(p); }
+    result<std::uint64_t> file_size(const std::string& p) override { return inner_->file_size(p); }
+
+private:
+    class recorded_file final : public file {
+    public:
+        recorded_file(spare_recorder* r, std::unique_ptr<file> f) : r_(r), f_(std::move(f)) {}
+        result<void> write_at(std::uint64_t o, bytes_view d) override {
+            r_->record({event::kind::write, o, d.size()});
+            return f_->write_at(o, d);
+        }
+        result<void> writev_at(std::uint64_t o, std::span<const bytes_view> parts) override {
+            std::uint64_t n = 0;
+            for (const auto& p : parts) {
+                n += p.size();
+            }
+            r_->record({event::kind::write, o, n});
+            return f_->writev_at(o, parts);
+        }
+        result<std::size_t> read_at(std::uint64_t o, std::span<std::byte> out) override {
+            return f_->read_at(o, out);
+        }
+        result<void> sync() override {
+            auto r = f_->sync();
+            r_->record({event::kind::sync});
+            return r;
+        }
+        result<std::uint64_t> size() override { return f_->size(); }
+        result<void> truncate(std::uint64_t s) override { return f_->truncate(s); }
+        result<void> preallocate(std::uint64_t s) override { return f_->preallocate(s); }
+
+    private:
+        spare_recorder* r_;
+        std::unique_ptr<file> f_;
+    };
+
+    void record(event e) {
+        e.at = std::chrono::steady_clock::now();
+        {
+            const std::lock_guard l(mu_);
+            events_.push_back(e);
+            if (e.what == event::kind::sync) {
+                ++syncs_;
+            }
+        }
+        cv_.notify_all();
+    }
+
+    std::shared_ptr<file_system> inner_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<event> events_;
+    std::size_t syncs_ = 0;
+};
 
 class PreparedJournal : public ::testing::Test {
 protected:
@@ -214,6 +322,72 @@ TEST_F(PreparedJournal, NoSpareWhileTheJournalIsWrittenFasterThanTheLimit) {
     auto again = open(o);
     ASSERT_TRUE(again);
     expect_all_acked(*again);
+}
+
+// The zero-fill is written in prepare_chunk_bytes chunks, each synced before the next is
+// written, paced to prepare_bytes_per_s; the file is named `spare` only after its last sync.
+TEST_F(PreparedJournal, PreparationWritesPacedChunksEachSyncedBeforeTheNext) {
+    store_options o = opts();
+    o.prepare_chunk_bytes = 1024;        // 8 chunks per 8 KiB file
+    o.prepare_bytes_per_s = 32U << 10;   // chunk k no sooner than k * 31.25 ms after the start
+    auto rec = std::make_shared<spare_recorder>(fs_);
+    auto s = open_store(rec, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    append_until_prepared(*s);
+    ASSERT_TRUE(s->close());
+    const auto ev = rec->events();
+    using kind = spare_recorder::event::kind;
+    // The first preparation: open, (write, sync) x 8, rename.
+    ASSERT_GE(ev.size(), 18U);
+    ASSERT_EQ(ev[0].what, kind::open);
+    const std::uint64_t chunks = o.journal_max_bytes / o.prepare_chunk_bytes;
+    for (std::uint64_t k = 0; k < chunks; ++k) {
+        SCOPED_TRACE(k);
+        const auto& w = ev[1 + 2 * k];
+        ASSERT_EQ(w.what, kind::write);
+        EXPECT_EQ(w.offset, k * o.prepare_chunk_bytes);
+        EXPECT_EQ(w.size, o.prepare_chunk_bytes);
+        EXPECT_EQ(ev[2 + 2 * k].what, kind::sync) << "each chunk is synced before the next";
+        // The pace: a lower bound only (a loaded machine is slower, never faster).
+        const double due_s = static_cast<double>(k * o.prepare_chunk_bytes) /
+                             static_cast<double>(o.prepare_bytes_per_s);
+        EXPECT_GE(std::chrono::duration<double>(w.at - ev[0].at).count(), due_s);
+    }
+    EXPECT_EQ(ev[1 + 2 * chunks].what, kind::rename) << "named `spare` only when complete";
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
+}
+
+// close() stops a preparation that waits for its pace (here: 1 byte/s, a 1024 s wait per
+// chunk): the half-written spare.tmp is removed and nothing is named `spare`.
+TEST_F(PreparedJournal, CloseStopsAPacedPreparationBetweenChunks) {
+    store_options o = opts();
+    o.prepare_chunk_bytes = 1024;
+    o.prepare_bytes_per_s = 1;
+    auto rec = std::make_shared<spare_recorder>(fs_);
+    auto s = open_store(rec, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // The spare is asked for once the active file holds 4 KiB.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (rec->events().empty() && std::chrono::steady_clock::now() < deadline) {
+        append(*s);
+    }
+    ASSERT_TRUE(rec->wait_for_syncs(1)) << "the first chunk was never synced";
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(s->close());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60))
+        << "close() waited for the pace";
+    std::size_t writes = 0;
+    for (const auto& e : rec->events()) {
+        EXPECT_NE(e.what, spare_recorder::event::kind::rename);
+        writes += e.what == spare_recorder::event::kind::write ? 1 : 0;
+    }
+    EXPECT_EQ(writes, 1U) << "the second chunk is due only 1024 s after the first";
+    EXPECT_FALSE(exists("/db/journal/spare.tmp"));
+    EXPECT_FALSE(exists("/db/journal/spare"));
+    expect_clean();
+    ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
 }
 
 TEST_F(PreparedJournal, ZeroTailIsTheEndOfTheLastFileAfterAPowerCut) {
