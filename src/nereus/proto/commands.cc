@@ -1,7 +1,6 @@
 #include "nereus/proto/commands.h"
 
 #include "nereus/base/crc32c.h"
-
 #include "nereus/proto/errc.h"
 #include "nereus/proto/protocol_version.h"
 #include "nereus/proto/pulsar_api.h"
@@ -23,6 +22,24 @@ std::byte* put_varint(std::byte* p, std::uint64_t v) {
     }
     *p++ = static_cast<std::byte>(v);
     return p;
+}
+
+// The largest MessageIdData put_plain_id writes.
+constexpr std::size_t max_plain_id_bytes = 3 * (1 + max_varint_bytes);
+
+// A MessageIdData of ledger, entry and (if any) partition, as protobuf serialises it; for the
+// direct encoders of the hot paths (their callers check the id has no batch fields). Returns
+// the position after it.
+std::byte* put_plain_id(std::byte* m, const message_id& id) {
+    *m++ = std::byte{0x08};  // MessageIdData.ledgerId
+    m = put_varint(m, id.ledger_id);
+    *m++ = std::byte{0x10};  // entryId
+    m = put_varint(m, id.entry_id);
+    if (id.partition != -1) {
+        *m++ = std::byte{0x18};  // partition: int32, sign-extended to 64 bits on the wire
+        m = put_varint(m, static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)));
+    }
+    return m;
 }
 
 pb::ServerError wire(server_error e) {
@@ -198,16 +215,8 @@ command_writer::written command_writer::send_receipt(frame_buffer& out,
     // without clearing, checking, sizing and serialising the scratch BaseCommand.
     if (id.batch_index == -1 && id.ack_set.empty() && id.batch_size <= 0 &&
         peer_knows(command_type::send_receipt, options_.peer_protocol_version)) {
-        std::byte mid[3 * (1 + max_varint_bytes)];
-        std::byte* m = mid;
-        *m++ = std::byte{0x08};  // MessageIdData.ledgerId
-        m = put_varint(m, id.ledger_id);
-        *m++ = std::byte{0x10};  // entryId
-        m = put_varint(m, id.entry_id);
-        if (id.partition != -1) {
-            *m++ = std::byte{0x18};  // partition: int32, sign-extended to 64 bits on the wire
-            m = put_varint(m, static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)));
-        }
+        std::byte mid[max_plain_id_bytes];
+        std::byte* m = put_plain_id(mid, id);
         std::byte body[4 * (1 + max_varint_bytes) + 1 + sizeof mid];
         std::byte* b = body;
         *b++ = std::byte{0x08};  // CommandSendReceipt.producer_id
@@ -325,8 +334,8 @@ command_writer::written command_writer::message(frame_buffer& out,
           detail::load_be16(stored.data()) == magic_broker_entry_metadata)) {
         const bool stored_has_checksum = stored.size() >= checksum_section_bytes &&
                                          detail::load_be16(stored.data()) == magic_crc32c;
-        if (stored.size() >= (stored_has_checksum ? checksum_section_bytes : 0) +
-                                 size_field_bytes) {
+        if (stored.size() >=
+            (stored_has_checksum ? checksum_section_bytes : 0) + size_field_bytes) {
             const bool keep_checksum = send_checksum_to_consumer(options_.peer_protocol_version);
             std::span<const std::byte> payload = stored;
             bool add_checksum = false;
@@ -335,16 +344,8 @@ command_writer::written command_writer::message(frame_buffer& out,
             } else if (keep_checksum && !stored_has_checksum) {
                 add_checksum = true;
             }
-            std::byte mid[3 * (1 + max_varint_bytes)];
-            std::byte* m = mid;
-            *m++ = std::byte{0x08};  // MessageIdData.ledgerId
-            m = put_varint(m, id.ledger_id);
-            *m++ = std::byte{0x10};  // entryId
-            m = put_varint(m, id.entry_id);
-            if (id.partition != -1) {
-                *m++ = std::byte{0x18};  // partition: int32, sign-extended to 64 bits on the wire
-                m = put_varint(m, static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)));
-            }
+            std::byte mid[max_plain_id_bytes];
+            std::byte* m = put_plain_id(mid, id);
             std::byte body[2 * (1 + max_varint_bytes) + 2 + sizeof mid];
             std::byte* b = body;
             *b++ = std::byte{0x08};  // CommandMessage.consumer_id

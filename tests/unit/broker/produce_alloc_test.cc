@@ -80,20 +80,18 @@ TEST(ProduceAllocations, SteadyStateProduceAllocatesLessThanOnePerMessage) {
             for (std::uint64_t i = 0; i < kWarmBursts; ++i, seq += kBurst) {
                 produce_burst(*c, seq, kBurst);  // capacities grow to their steady size
             }
-            g_allocs.store(0);
-            g_counting.store(true);
-            for (std::uint64_t i = 0; i < kMeasuredBursts; ++i, seq += kBurst) {
-                produce_burst(*c, seq, kBurst);
-            }
-            g_counting.store(false);
-            const double per_msg = static_cast<double>(g_allocs.load()) /
-                                   static_cast<double>(kMeasuredBursts * kBurst);
+            const std::uint64_t messages = kMeasuredBursts * kBurst;
+            const auto n = count_allocations(messages, [&] {
+                for (std::uint64_t i = 0; i < kMeasuredBursts; ++i, seq += kBurst) {
+                    produce_burst(*c, seq, kBurst);
+                }
+            });
             std::printf("broker allocations per produced 100 B message: %.3f (%llu in %llu)\n",
-                        per_msg, static_cast<unsigned long long>(g_allocs.load()),
-                        static_cast<unsigned long long>(kMeasuredBursts * kBurst));
+                        n.per_item, static_cast<unsigned long long>(n.total),
+                        static_cast<unsigned long long>(messages));
             // Was ~5.0 (four std::function captures, the ledger's append context, a receipt
             // buffer and deque chunks per message); per-read and per-group allocations remain.
-            EXPECT_LT(per_msg, 0.5);
+            EXPECT_LT(n.per_item, 0.5);
         }
         srv->stop();
         srv.reset();

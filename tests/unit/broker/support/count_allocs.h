@@ -33,6 +33,20 @@ void* counted_aligned(std::size_t n, std::size_t align) {
     const std::size_t rounded = (n + align - 1) / align * align;
     return std::aligned_alloc(align, rounded == 0 ? align : rounded);
 }
+// The allocations made while `run()` runs (by the counted threads), in all and per item.
+struct allocation_count {
+    std::uint64_t total = 0;
+    double per_item = 0;
+};
+template <class Run>
+allocation_count count_allocations(std::uint64_t items, Run&& run) {
+    g_allocs.store(0);
+    g_counting.store(true);
+    run();
+    g_counting.store(false);
+    const std::uint64_t total = g_allocs.load();
+    return {total, static_cast<double>(total) / static_cast<double>(items)};
+}
 }  // namespace
 
 // NOLINTBEGIN(misc-new-delete-overloads)
@@ -91,4 +105,3 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
     std::free(p);
 }
 // NOLINTEND(misc-new-delete-overloads)
-
