@@ -7,9 +7,9 @@
 
 #include "load.h"
 #include <cstring>
+#include <ctime>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-#include <ctime>
 #include <string>
 #include <vector>
 

@@ -267,10 +267,9 @@ result<void> topic_compaction::run_body() {
                 if (e.pos.entry_id >= prev_end) {
                     // A copy of its own: the view outlives the cursor read's buffer the
                     // entry points into (dispatch_entry::bytes).
-                    in.push_back(compaction_input{
-                        e.pos.entry_id, e.publish_time, e.batch_size,
-                        std::make_shared<const std::vector<std::byte>>(e.bytes.begin(),
-                                                                       e.bytes.end())});
+                    in.push_back(compaction_input{e.pos.entry_id, e.publish_time, e.batch_size,
+                                                  std::make_shared<const std::vector<std::byte>>(
+                                                      e.bytes.begin(), e.bytes.end())});
                 }
                 done = e.pos.entry_id + 1 >= end;
             }

@@ -106,11 +106,10 @@ std::optional<send_fields> scan_send_command(std::span<const std::byte> b) noexc
 
 std::optional<metadata_fields> scan_metadata(std::span<const std::byte> b) noexcept {
     // Field numbers 1..30 by wire type: bit n set = field n.
-    constexpr std::uint32_t kVarint = (1U << 2) | (1U << 3) | (1U << 8) | (1U << 9) |
-                                      (1U << 11) | (1U << 12) | (1U << 17) | (1U << 19) |
-                                      (1U << 20) | (1U << 22) | (1U << 23) | (1U << 24) |
-                                      (1U << 25) | (1U << 27) | (1U << 28) | (1U << 29) |
-                                      (1U << 30);
+    constexpr std::uint32_t kVarint = (1U << 2) | (1U << 3) | (1U << 8) | (1U << 9) | (1U << 11) |
+                                      (1U << 12) | (1U << 17) | (1U << 19) | (1U << 20) |
+                                      (1U << 22) | (1U << 23) | (1U << 24) | (1U << 25) |
+                                      (1U << 27) | (1U << 28) | (1U << 29) | (1U << 30);
     constexpr std::uint32_t kBytes = (1U << 1) | (1U << 5) | (1U << 6) | (1U << 7) | (1U << 14) |
                                      (1U << 15) | (1U << 16) | (1U << 18) | (1U << 26);
     metadata_fields m;

@@ -70,7 +70,10 @@ private:
     struct pending_append {
         // A constructor, not an aggregate: emplace_back builds it in place, and clang 14 (the
         // fuzz build) has no parenthesised aggregate initialisation.
-        pending_append(stream_state* s, std::uint64_t off, std::uint64_t pos, std::uint64_t len,
+        pending_append(stream_state* s,
+                       std::uint64_t off,
+                       std::uint64_t pos,
+                       std::uint64_t len,
                        append_completion d)
             : st(s), offset(off), rec_pos(pos), rec_len(len), done(std::move(d)) {}
         stream_state* st;

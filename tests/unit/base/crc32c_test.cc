@@ -81,9 +81,9 @@ TEST(Crc32c, InterleavedBlocksAgreeWithPortable) {
 TEST(Crc32c, DetectsSingleBitFlipInEveryChain) {
     std::vector<unsigned char> buf(3 * 4096 + 3 * 256 + 5, 0x5a);
     const auto before = crc32c::value(buf.data(), buf.size());
-    for (const std::size_t at : {std::size_t{0}, std::size_t{4096}, std::size_t{8193},
-                                 std::size_t{12288}, std::size_t{12288 + 300},
-                                 std::size_t{12288 + 700}, buf.size() - 1}) {
+    for (const std::size_t at :
+         {std::size_t{0}, std::size_t{4096}, std::size_t{8193}, std::size_t{12288},
+          std::size_t{12288 + 300}, std::size_t{12288 + 700}, buf.size() - 1}) {
         buf[at] ^= 0x01;
         EXPECT_NE(before, crc32c::value(buf.data(), buf.size())) << at;
         buf[at] ^= 0x01;

@@ -247,9 +247,9 @@ RC_GTEST_PROP(FrameProperties, DirectMessageIsByteIdenticalToGeneric, ()) {
     id.entry_id = u64();
     id.partition = *rc::gen::oneOf(rc::gen::just(-1), rc::gen::arbitrary<std::int32_t>(),
                                    rc::gen::inRange(-2, 200));
-    const auto redelivery = *rc::gen::oneOf(rc::gen::just(std::uint32_t{0}),
-                                            rc::gen::arbitrary<std::uint32_t>(),
-                                            rc::gen::inRange<std::uint32_t>(0, 300));
+    const auto redelivery =
+        *rc::gen::oneOf(rc::gen::just(std::uint32_t{0}), rc::gen::arbitrary<std::uint32_t>(),
+                        rc::gen::inRange<std::uint32_t>(0, 300));
     const auto prefix = *rc::gen::inRange<std::size_t>(0, 40);
     command_writer w;
     w.set_peer_protocol_version(*rc::gen::element(5, 10, 11, 20));
@@ -262,7 +262,8 @@ RC_GTEST_PROP(FrameProperties, DirectMessageIsByteIdenticalToGeneric, ()) {
     RC_ASSERT(*a == *b);
     RC_ASSERT(std::vector<std::byte>(direct.begin(), direct.end()) ==
               std::vector<std::byte>(generic.begin(), generic.end()));
-    auto back = d.decode(std::span<const std::byte>(direct.data() + prefix, direct.size() - prefix));
+    auto back =
+        d.decode(std::span<const std::byte>(direct.data() + prefix, direct.size() - prefix));
     RC_ASSERT(back && back->complete);
     const auto& f = back->frame;
     RC_ASSERT(f.type() == command_type::message);

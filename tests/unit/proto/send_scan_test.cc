@@ -11,11 +11,11 @@
 #include "nereus/proto/frame_decoder.h"
 #include "nereus/proto/pulsar_api.h"
 
-#include "support/bytes.h"
 #include <gtest/gtest.h>
+
+#include "support/bytes.h"
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
-
 #include <string>
 #include <vector>
 
@@ -30,11 +30,10 @@ std::vector<std::byte> to_bytes(const std::string& s) {
 // Values that exercise every varint length, including the 10-byte ones the scanners leave to
 // protobuf.
 rc::Gen<std::uint64_t> gen_u64() {
-    return rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(),
-                          rc::gen::inRange<std::uint64_t>(0, 300),
-                          rc::gen::element<std::uint64_t>(0, 127, 128, 16383, 16384,
-                                                          (std::uint64_t{1} << 63) - 1,
-                                                          std::uint64_t{1} << 63, ~std::uint64_t{0}));
+    return rc::gen::oneOf(
+        rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
+        rc::gen::element<std::uint64_t>(0, 127, 128, 16383, 16384, (std::uint64_t{1} << 63) - 1,
+                                        std::uint64_t{1} << 63, ~std::uint64_t{0}));
 }
 
 struct command_case {
@@ -57,7 +56,8 @@ command_case gen_command() {
     set(*rc::gen::arbitrary<bool>(), *gen_u64(), [&](std::uint64_t v) { s->set_producer_id(v); });
     set(*rc::gen::arbitrary<bool>(), *gen_u64(), [&](std::uint64_t v) { s->set_sequence_id(v); });
     if (*rc::gen::arbitrary<bool>()) {
-        const auto n = *rc::gen::oneOf(rc::gen::inRange(0, 2000), rc::gen::arbitrary<std::int32_t>());
+        const auto n =
+            *rc::gen::oneOf(rc::gen::inRange(0, 2000), rc::gen::arbitrary<std::int32_t>());
         s->set_num_messages(n);
         c.common = c.common && n >= 0;
     }
@@ -167,7 +167,8 @@ metadata_case gen_metadata() {
     md.set_sequence_id(*rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 62));
     md.set_publish_time(*rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 62));
     if (*rc::gen::arbitrary<bool>()) {
-        const auto n = *rc::gen::oneOf(rc::gen::inRange(0, 2000), rc::gen::arbitrary<std::int32_t>());
+        const auto n =
+            *rc::gen::oneOf(rc::gen::inRange(0, 2000), rc::gen::arbitrary<std::int32_t>());
         md.set_num_messages_in_batch(n);
         c.common = c.common && n >= 0;
     }
@@ -245,9 +246,8 @@ RC_GTEST_PROP(SendScan, FastSendDecoderDecodesLikeGeneric, ()) {
     command_writer w;
     w.set_peer_protocol_version(*rc::gen::arbitrary<bool>() ? 20 : 5);
     frame_buffer out;
-    RC_ASSERT(w.send(out,
-                     {.producer_id = *gen_u64(), .sequence_id = *gen_u64()},
-                     mc.md, test::bytes_of(payload))
+    RC_ASSERT(w.send(out, {.producer_id = *gen_u64(), .sequence_id = *gen_u64()}, mc.md,
+                     test::bytes_of(payload))
                   .has_value());
     std::vector<std::byte> frame(out.begin(), out.end());
     if (*rc::gen::arbitrary<bool>()) {

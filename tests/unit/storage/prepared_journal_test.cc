@@ -328,8 +328,8 @@ TEST_F(PreparedJournal, NoSpareWhileTheJournalIsWrittenFasterThanTheLimit) {
 // written, paced to prepare_bytes_per_s; the file is named `spare` only after its last sync.
 TEST_F(PreparedJournal, PreparationWritesPacedChunksEachSyncedBeforeTheNext) {
     store_options o = opts();
-    o.prepare_chunk_bytes = 1024;        // 8 chunks per 8 KiB file
-    o.prepare_bytes_per_s = 32U << 10;   // chunk k no sooner than k * 31.25 ms after the start
+    o.prepare_chunk_bytes = 1024;       // 8 chunks per 8 KiB file
+    o.prepare_bytes_per_s = 32U << 10;  // chunk k no sooner than k * 31.25 ms after the start
     auto rec = std::make_shared<spare_recorder>(fs_);
     auto s = open_store(rec, "/db", o);
     ASSERT_NE(s, nullptr);
