@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "support/count_allocs.h"
+#include "support/produce_burst.h"
 #include "support/wire_client.h"
 #include <cstdio>
 #include <filesystem>
@@ -24,30 +25,6 @@ namespace nereus::broker::test {
 namespace {
 
 using proto::command_type;
-
-// Sends `count` SENDs (sequence ids from `first`) as one write, then reads their receipts.
-void produce_burst(wire_client& c, std::uint64_t first, std::uint64_t count) {
-    proto::frame_buffer b;
-    const std::string payload(100, 'x');
-    const auto bytes = std::as_bytes(std::span(payload.data(), payload.size()));
-    for (std::uint64_t i = first; i < first + count; ++i) {
-        proto::pb::MessageMetadata md;
-        md.set_producer_name("alloc");
-        md.set_sequence_id(i);
-        md.set_publish_time(1'700'000'000'000ULL + i);
-        proto::send_args s;
-        s.producer_id = 0;
-        s.sequence_id = i;
-        s.num_messages = 1;
-        ASSERT_TRUE(c.writer().send(b, s, md, bytes).has_value());
-    }
-    ASSERT_TRUE(c.send_raw(b));
-    for (std::uint64_t i = first; i < first + count; ++i) {
-        auto r = c.expect(command_type::send_receipt, std::chrono::seconds(60));
-        ASSERT_TRUE(r) << "receipt " << i;
-        ASSERT_EQ(r->cmd.send_receipt().sequence_id(), i);
-    }
-}
 
 TEST(ProduceAllocations, SteadyStateProduceAllocatesLessThanOnePerMessage) {
     t_excluded = true;  // the test thread (wire client, encoding) is not the broker

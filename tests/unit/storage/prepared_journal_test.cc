@@ -4,6 +4,7 @@
 // when no spare is ready (fault_file_system; gates from counting_file_system).
 
 #include "nereus/base/fault_file_system.h"
+#include "nereus/base/forwarding_file_system.h"
 #include "nereus/storage/errc.h"
 #include "nereus/storage/format.h"
 #include "nereus/storage/journal_scan.h"
@@ -29,8 +30,9 @@ using namespace testing;
 constexpr std::size_t kPayload = 40;
 
 // Records, in order and with their times, what the preparer does to journal/spare.tmp (open,
-// each write's offset and size, syncs) and the renames of it; forwards everything.
-class spare_recorder final : public file_system {
+// each write's offset and size, syncs) and the renames of it; forwards everything
+// (base/forwarding_file_system.h).
+class spare_recorder final : public forwarding_file_system {
 public:
     struct event {
         enum class kind { open, write, sync, rename } what;
@@ -38,7 +40,8 @@ public:
         std::uint64_t size = 0;
         std::chrono::steady_clock::time_point at;
     };
-    explicit spare_recorder(std::shared_ptr<file_system> inner) : inner_(std::move(inner)) {}
+    explicit spare_recorder(std::shared_ptr<file_system> inner)
+        : forwarding_file_system(std::move(inner)) {}
 
     std::vector<event> events() {
         const std::lock_guard l(mu_);
@@ -58,10 +61,6 @@ public:
         record({event::kind::open});
         return std::unique_ptr<file>(std::make_unique<recorded_file>(this, std::move(*f)));
     }
-    result<void> remove(const std::string& p) override { return inner_->remove(p); }
-    result<void> rename(const std::string& a, const std::string& b) override {
-        return inner_->rename(a, b);
-    }
     result<void> rename_noreplace(const std::string& a, const std::string& b) override {
         auto r = inner_->rename_noreplace(a, b);
         if (r && a.ends_with(format::kSpareJournalTmpName)) {
@@ -69,25 +68,15 @@ public:
         }
         return r;
     }
-    result<void> create_dir(const std::string& p) override { return inner_->create_dir(p); }
-    result<void> create_dirs(const std::string& p) override { return inner_->create_dirs(p); }
-    result<void> remove_dir(const std::string& p) override { return inner_->remove_dir(p); }
-    result<void> sync_dir(const std::string& p) override { return inner_->sync_dir(p); }
-    result<void> sync_all(const std::string& p) override { return inner_->sync_all(p); }
-    result<std::vector<std::string>> list_dir(const std::string& p) override {
-        return inner_->list_dir(p);
-    }
-    result<bool> exists(const std::string& p) override { return inner_->exists(p); }
-    result<bool> is_dir(const std::string& p) override { return inner_->is_dir(p); }
-    result<std::uint64_t> file_size(const std::string& p) override { return inner_->file_size(p); }
 
 private:
-    class recorded_file final : public file {
+    class recorded_file final : public forwarding_file {
     public:
-        recorded_file(spare_recorder* r, std::unique_ptr<file> f) : r_(r), f_(std::move(f)) {}
+        recorded_file(spare_recorder* r, std::unique_ptr<file> f)
+            : forwarding_file(std::move(f)), r_(r) {}
         result<void> write_at(std::uint64_t o, bytes_view d) override {
             r_->record({event::kind::write, o, d.size()});
-            return f_->write_at(o, d);
+            return inner_->write_at(o, d);
         }
         result<void> writev_at(std::uint64_t o, std::span<const bytes_view> parts) override {
             std::uint64_t n = 0;
@@ -95,23 +84,16 @@ private:
                 n += p.size();
             }
             r_->record({event::kind::write, o, n});
-            return f_->writev_at(o, parts);
-        }
-        result<std::size_t> read_at(std::uint64_t o, std::span<std::byte> out) override {
-            return f_->read_at(o, out);
+            return inner_->writev_at(o, parts);
         }
         result<void> sync() override {
-            auto r = f_->sync();
+            auto r = inner_->sync();
             r_->record({event::kind::sync});
             return r;
         }
-        result<std::uint64_t> size() override { return f_->size(); }
-        result<void> truncate(std::uint64_t s) override { return f_->truncate(s); }
-        result<void> preallocate(std::uint64_t s) override { return f_->preallocate(s); }
 
     private:
         spare_recorder* r_;
-        std::unique_ptr<file> f_;
     };
 
     void record(event e) {
@@ -126,7 +108,6 @@ private:
         cv_.notify_all();
     }
 
-    std::shared_ptr<file_system> inner_;
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<event> events_;

@@ -7,7 +7,7 @@
 //
 // Thread-safety: thread-safe.
 
-#include "nereus/base/file_system.h"
+#include "nereus/base/forwarding_file_system.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -17,9 +17,10 @@
 
 namespace nereus::storage::testing {
 
-class counting_file_system final : public file_system {
+class counting_file_system final : public forwarding_file_system {
 public:
-    explicit counting_file_system(std::shared_ptr<file_system> inner) : inner_(std::move(inner)) {}
+    explicit counting_file_system(std::shared_ptr<file_system> inner)
+        : forwarding_file_system(std::move(inner)) {}
 
     std::atomic<std::uint64_t> journal_syncs{0};
     std::atomic<std::uint64_t> segment_syncs{0};
@@ -66,44 +67,18 @@ public:
         }
         return std::unique_ptr<file>(std::make_unique<counted_file>(this, std::move(*f), path));
     }
-    result<void> remove(const std::string& p) override { return inner_->remove(p); }
-    result<void> rename(const std::string& a, const std::string& b) override {
-        return inner_->rename(a, b);
-    }
-    result<void> rename_noreplace(const std::string& a, const std::string& b) override {
-        return inner_->rename_noreplace(a, b);
-    }
-    result<void> create_dir(const std::string& p) override { return inner_->create_dir(p); }
-    result<void> create_dirs(const std::string& p) override { return inner_->create_dirs(p); }
-    result<void> remove_dir(const std::string& p) override { return inner_->remove_dir(p); }
     result<void> sync_dir(const std::string& p) override {
         maybe_pass_gate(p);
         ++dir_syncs;
         return inner_->sync_dir(p);
     }
-    result<void> sync_all(const std::string& p) override { return inner_->sync_all(p); }
-    result<std::vector<std::string>> list_dir(const std::string& p) override {
-        return inner_->list_dir(p);
-    }
-    result<bool> exists(const std::string& p) override { return inner_->exists(p); }
-    result<bool> is_dir(const std::string& p) override { return inner_->is_dir(p); }
-    result<std::uint64_t> file_size(const std::string& p) override { return inner_->file_size(p); }
 
 private:
-    class counted_file final : public file {
+    class counted_file final : public forwarding_file {
     public:
         counted_file(counting_file_system* fs, std::unique_ptr<file> inner, std::string path)
-            : fs_(fs), inner_(std::move(inner)), path_(std::move(path)) {}
+            : forwarding_file(std::move(inner)), fs_(fs), path_(std::move(path)) {}
         ~counted_file() override { --fs_->open_files; }
-        result<void> write_at(std::uint64_t o, bytes_view d) override {
-            return inner_->write_at(o, d);
-        }
-        result<void> writev_at(std::uint64_t o, std::span<const bytes_view> p) override {
-            return inner_->writev_at(o, p);
-        }
-        result<std::size_t> read_at(std::uint64_t o, std::span<std::byte> out) override {
-            return inner_->read_at(o, out);
-        }
         result<void> sync() override {
             fs_->maybe_pass_gate(path_);
             if (path_.ends_with(".journal")) {
@@ -115,13 +90,9 @@ private:
             }
             return inner_->sync();
         }
-        result<std::uint64_t> size() override { return inner_->size(); }
-        result<void> truncate(std::uint64_t s) override { return inner_->truncate(s); }
-        result<void> preallocate(std::uint64_t s) override { return inner_->preallocate(s); }
 
     private:
         counting_file_system* fs_;
-        std::unique_ptr<file> inner_;
         std::string path_;
     };
 
@@ -136,7 +107,6 @@ private:
         --gate_waiters_;
     }
 
-    std::shared_ptr<file_system> inner_;
     std::mutex mu_;
     std::condition_variable cv_;
     bool gate_open_ = true;
