@@ -913,6 +913,7 @@ void managed_ledger::append(bytes_view payload,
         ledger->stream_->on_appended(r->value(), publish_time, n);
         done(message_id{ledger->registry_.ledger_id, r->value(), -1});
     };
+    static_assert(storage::append_completion::fits_inline<decltype(finish)>);
     env_.streams->append(storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n),
                          std::move(finish));
 }
