@@ -53,17 +53,22 @@ TEST_F(BrokerTest, BrokerPingsAndClosesSilentConnection) {
 }
 
 TEST_F(BrokerTest, AnsweringPingsKeepsConnectionOpen) {
+    // 250 ms, not 100: the broker closes after two silent intervals, so a test thread
+    // descheduled for 200 ms on a loaded 2-core machine used to miss the window (seen once).
     broker_options o;
-    o.keepalive_interval = std::chrono::milliseconds(100);
+    o.keepalive_interval = std::chrono::milliseconds(250);
     start(o);
     auto c = connected_client();
-    const auto until = std::chrono::steady_clock::now() + 600ms;
+    int pings = 0;
+    const auto until = std::chrono::steady_clock::now() + 1500ms;  // spans >= 4 intervals
     while (std::chrono::steady_clock::now() < until) {
         auto f = c->next(200ms);
         if (f && f->type == command_type::ping) {
+            ++pings;
             c->send([&](proto::frame_buffer& b) { return c->writer().pong(b).has_value(); });
         }
     }
+    EXPECT_GE(pings, 2);
     EXPECT_FALSE(c->closed());
     EXPECT_TRUE(c->send([&](proto::frame_buffer& b) { return c->writer().ping(b).has_value(); }));
     EXPECT_TRUE(c->expect(command_type::pong, 2s));
