@@ -9,15 +9,18 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 # Runs the appending child until it has confirmed more than $1 appends, then SIGKILLs it.
+# Fails if it does not get there in 60 s: killed earlier (a loaded machine), the second run
+# might not have recovered yet, and the flipped byte would not be checkpointed data.
 run_child() {
     "$child" "$dir/streams" > "$dir/acks.txt" 2>/dev/null &
-    local pid=$!
-    for _ in $(seq 1 100); do  # up to 10 s
-        [ "$(wc -l < "$dir/acks.txt")" -gt "$1" ] && break
+    local pid=$! reached=0
+    for _ in $(seq 1 600); do
+        if [ "$(wc -l < "$dir/acks.txt")" -gt "$1" ]; then reached=1; break; fi
         sleep 0.1
     done
     kill -9 "$pid"
     wait "$pid" 2>/dev/null || true
+    [ "$reached" -eq 1 ] || { echo "the appending child confirmed <= $1 appends in 60 s"; exit 1; }
 }
 
 run_child 100
