@@ -259,6 +259,18 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
     if (len > 0) {
         std::memcpy(p + format::kRecordHeaderSize, payload.data(), len);
     }
+    // Fold the record (stream id, header, payload) into the block's CRC: the header's bytes,
+    // then the payload from its CRC when a shifter for its length exists.
+    pending_.records_crc = crc32c::extend(pending_.records_crc, p - format::kJournalRecordPrefix,
+                                          format::kJournalRecordPrefix + format::kRecordHeaderSize);
+    if (const crc32c::shifter* sh = len >= kShiftMinBytes ? shifter_for(len) : nullptr) {
+        pending_.records_crc = sh->combine(pending_.records_crc, payload_crc);
+    } else if (len >= kCombineMinBytes) {
+        pending_.records_crc = crc32c::combine(pending_.records_crc, payload_crc, len);
+    } else {
+        pending_.records_crc =
+            crc32c::extend(pending_.records_crc, p + format::kRecordHeaderSize, len);
+    }
     // Constructed in place: the completion chain (up to 144 B of nested captures) moves once.
     pending_.appends.emplace_back(st, off, rec_pos, rec_len, std::move(done));
     ++enqueued_seq_;
@@ -269,6 +281,22 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
     if (wake) {
         work_cv_.notify_one();
     }
+}
+
+const crc32c::shifter* journaled_store::shifter_for(std::size_t len) {
+    shift_slot& slot = shifters_[(len * 0x9e3779b97f4a7c15ULL) >> 61];
+    if (slot.shifter && slot.shifter->length() == len) {
+        return slot.shifter.get();
+    }
+    if (slot.candidate != len) {
+        slot.candidate = len;
+        slot.streak = 0;
+    }
+    if (++slot.streak < kShiftStreak) {
+        return nullptr;
+    }
+    slot.shifter = std::make_unique<crc32c::shifter>(len);
+    return slot.shifter.get();
 }
 
 void journaled_store::committer_loop() {
@@ -350,7 +378,8 @@ void journaled_store::commit_group(group& g) {
         }
     }
     const auto block = std::span<std::byte>(g.bytes.data(), g.bytes.size());
-    format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()));
+    format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()),
+                         g.records_crc);
     const auto sync_start = std::chrono::steady_clock::now();
     auto r = journal_->write_at(journal_pos_, block);
     if (r) {
