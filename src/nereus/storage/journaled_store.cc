@@ -53,6 +53,13 @@ result<std::unique_ptr<stream_store>> stream_store::open(std::shared_ptr<file_sy
     return std::unique_ptr<stream_store>(std::move(store));
 }
 
+void stream_store::append(stream_id id,
+                          bytes_view payload,
+                          verified_tail /*tail*/,
+                          append_completion done) {
+    append(id, payload, std::move(done));
+}
+
 result<offset> stream_store::append_sync(stream_id id, bytes_view payload) {
     struct waiter {
         std::mutex mu;
@@ -218,11 +225,27 @@ std::shared_ptr<stream_state> journaled_store::find_stream(std::uint64_t id) {
 // ---- append / commit ------------------------------------------------------------------------
 
 void journaled_store::append(stream_id id, bytes_view payload, append_completion done) {
+    append(id, payload, verified_tail{}, std::move(done));
+}
+
+void journaled_store::append(stream_id id,
+                             bytes_view payload,
+                             verified_tail tail,
+                             append_completion done) {
     if (payload.size() > format::kMaxPayloadBytes) {
         done(error(errc::record_too_large));
         return;
     }
-    const std::uint32_t payload_crc = crc32c::value(payload);
+    if (tail.len > payload.size() || tail.len < kShiftMinBytes) {
+        tail = {};  // short tails: reading them costs less than combining
+    }
+#ifndef NDEBUG
+    NEREUS_ASSERT(tail.len == 0 || crc32c::value(payload.last(tail.len)) == tail.crc,
+                  "append: the verified tail's CRC does not match its bytes");
+#endif
+    // The CRC of the payload, or of the bytes before its verified tail (combined under mu_,
+    // where the shifters are).
+    std::uint32_t payload_crc = crc32c::value(payload.first(payload.size() - tail.len));
     const auto len = static_cast<std::uint32_t>(payload.size());
     const std::size_t rec_len = format::kRecordHeaderSize + len;
     std::unique_lock lock(mu_);
@@ -247,6 +270,15 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
             break;
         }
         space_cv_.wait(lock);  // backpressure: the committer is behind by a whole group
+    }
+    if (tail.len > 0) {
+        if (const crc32c::shifter* sh = shifter_for(tail.len)) {
+            payload_crc = sh->combine(payload_crc, tail.crc);
+        } else if (tail.len >= kCombineMinBytes) {
+            payload_crc = crc32c::combine(payload_crc, tail.crc, tail.len);
+        } else {
+            payload_crc = crc32c::extend(payload_crc, payload.last(tail.len));
+        }
     }
     stream_state* st = streams_.find(id.value())->second.get();
     const std::uint64_t off = st->next_offset++;
