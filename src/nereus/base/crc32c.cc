@@ -31,6 +31,53 @@ struct tables {
 };
 constexpr tables kTables;
 
+// ---- multiplication modulo the polynomial (as zlib's crc32_combine) -----------------------------
+// Reflected representation: bit 31 is the coefficient of x^0.
+constexpr std::uint32_t multmodp(std::uint32_t a, std::uint32_t b) {
+    if (a == 0) {
+        return 0;
+    }
+    std::uint32_t m = std::uint32_t{1} << 31;
+    std::uint32_t p = 0;
+    for (;;) {
+        if ((a & m) != 0) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) {
+                break;
+            }
+        }
+        m >>= 1;
+        b = (b & 1) != 0 ? (b >> 1) ^ kPoly : b >> 1;
+    }
+    return p;
+}
+
+// x^(2^k) modulo p(x), k = 0..31.
+constexpr std::array<std::uint32_t, 32> make_x2n() {
+    std::array<std::uint32_t, 32> t{};
+    std::uint32_t p = std::uint32_t{1} << 30;  // x^1
+    t[0] = p;
+    for (std::size_t n = 1; n < 32; ++n) {
+        p = multmodp(p, p);
+        t[n] = p;
+    }
+    return t;
+}
+constexpr std::array<std::uint32_t, 32> kX2n = make_x2n();
+
+// x^(n * 2^k) modulo p(x): the operator that advances a CRC over n zero bytes when k = 3.
+constexpr std::uint32_t x2nmodp(std::size_t n, unsigned k) {
+    std::uint32_t p = std::uint32_t{1} << 31;  // x^0
+    while (n != 0) {
+        if ((n & 1) != 0) {
+            p = multmodp(kX2n[k & 31], p);
+        }
+        n >>= 1;
+        ++k;
+    }
+    return p;
+}
+
 #if defined(__x86_64__)
 // ---- three-way interleaved hardware CRC --------------------------------------------------------
 // The crc32 instruction has a latency of 3 cycles and a throughput of 1 per cycle, so one
@@ -199,6 +246,19 @@ std::uint32_t extend_portable(std::uint32_t crc, const void* data, std::size_t n
 
 std::uint32_t extend(std::uint32_t crc, const void* data, std::size_t n) {
     return kExtend(crc, data, n);
+}
+
+std::uint32_t combine(std::uint32_t crc_a, std::uint32_t crc_b, std::size_t len_b) {
+    return multmodp(x2nmodp(len_b, 3), crc_a) ^ crc_b;
+}
+
+shifter::shifter(std::size_t len_b) : len_(len_b) {
+    const std::uint32_t op = x2nmodp(len_b, 3);
+    for (std::uint32_t i = 0; i < 256; ++i) {
+        for (unsigned k = 0; k < 4; ++k) {
+            t_[k][i] = multmodp(op, i << (8 * k));
+        }
+    }
 }
 
 bool hardware_accelerated() {

@@ -265,6 +265,8 @@ public:
         ledger::append_options o;
         o.publish_time = info.publish_time;
         o.batch_size = std::max<std::uint32_t>(1, info.batch_size);
+        o.tail_crc = info.tail_crc;
+        o.tail_len = info.tail_len;
         if (shared_) {
             // Durable is not yet confirmed: the stream CAS under the ownership node first.
             auto confirmed = [gate = shared_->gate,

@@ -113,6 +113,11 @@ using ack_ranges_callback = std::function<void(std::size_t, result<ack_outcome>)
 struct append_info {
     std::int64_t publish_time = 0;  // ms; used by seek-by-time
     std::uint32_t batch_size = 1;   // messages in the entry (num_messages_in_batch or 1)
+    // The CRC32C of the entry's last tail_len bytes, verified against them (a SEND's checksum
+    // covers metadataSize .. payload end, the entry's tail); 0 = none. Lets the store skip
+    // checksumming those bytes again (ledger::append_options::tail_crc).
+    std::uint32_t tail_crc = 0;
+    std::uint32_t tail_len = 0;
 };
 
 struct subscription_start {

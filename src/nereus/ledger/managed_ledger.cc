@@ -914,7 +914,10 @@ void managed_ledger::append(bytes_view payload,
         done(message_id{ledger->registry_.ledger_id, r->value(), -1});
     };
     static_assert(storage::append_completion::fits_inline<decltype(finish)>);
-    env_.streams->append(storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n),
+    // The payload's verified tail is also the staged entry's tail.
+    const storage::stream_store::verified_tail tail{
+        options.tail_crc, options.tail_len <= payload.size() ? options.tail_len : 0};
+    env_.streams->append(storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n), tail,
                          std::move(finish));
 }
 

@@ -118,6 +118,11 @@ struct append_options {
     std::uint32_t batch_size = 1;            // messages in this entry (a Pulsar batch), >= 1
     std::optional<std::int64_t> deliver_at;  // delayed delivery: unsupported
     std::optional<std::uint64_t> txn_id;     // transactional publish: unsupported
+    // The CRC32C of the payload's last tail_len bytes, verified against them by the caller (a
+    // SEND's checksum): the store combines it instead of checksumming those bytes again
+    // (storage::stream_store::verified_tail). 0 = none.
+    std::uint32_t tail_crc = 0;
+    std::uint32_t tail_len = 0;
 };
 
 // Options of one subscription's cursor.

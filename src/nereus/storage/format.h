@@ -106,6 +106,21 @@ inline void finish_block(std::span<std::byte> block, std::uint64_t seq, std::uin
     put_u32(p + 20, count);
     put_u32(p + 8, crc32c::value(p + 12, block.size() - 12));
 }
+// The same block header, given records_crc = crc32c over the records, bytes
+// [kBlockHeaderSize, block.size()) (an appender folds each record in as it adds it, so the
+// committer does not read the block again). The stored CRC is identical to finish_block's.
+inline void finish_block(std::span<std::byte> block,
+                         std::uint64_t seq,
+                         std::uint32_t count,
+                         std::uint32_t records_crc) {
+    std::byte* p = block.data();
+    put_u32(p, kBlockMagic);
+    put_u32(p + 4, static_cast<std::uint32_t>(block.size()));
+    put_u64(p + 12, seq);
+    put_u32(p + 20, count);
+    put_u32(p + 8, crc32c::combine(crc32c::value(p + 12, kBlockHeaderSize - 12), records_crc,
+                                   block.size() - kBlockHeaderSize));
+}
 
 // Why a block or record failed validation.
 enum class defect {

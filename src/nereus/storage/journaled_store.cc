@@ -53,6 +53,13 @@ result<std::unique_ptr<stream_store>> stream_store::open(std::shared_ptr<file_sy
     return std::unique_ptr<stream_store>(std::move(store));
 }
 
+void stream_store::append(stream_id id,
+                          bytes_view payload,
+                          verified_tail /*tail*/,
+                          append_completion done) {
+    append(id, payload, std::move(done));
+}
+
 result<offset> stream_store::append_sync(stream_id id, bytes_view payload) {
     struct waiter {
         std::mutex mu;
@@ -218,11 +225,27 @@ std::shared_ptr<stream_state> journaled_store::find_stream(std::uint64_t id) {
 // ---- append / commit ------------------------------------------------------------------------
 
 void journaled_store::append(stream_id id, bytes_view payload, append_completion done) {
+    append(id, payload, verified_tail{}, std::move(done));
+}
+
+void journaled_store::append(stream_id id,
+                             bytes_view payload,
+                             verified_tail tail,
+                             append_completion done) {
     if (payload.size() > format::kMaxPayloadBytes) {
         done(error(errc::record_too_large));
         return;
     }
-    const std::uint32_t payload_crc = crc32c::value(payload);
+    if (tail.len > payload.size() || tail.len < kShiftMinBytes) {
+        tail = {};  // short tails: reading them costs less than combining
+    }
+#ifndef NDEBUG
+    NEREUS_ASSERT(tail.len == 0 || crc32c::value(payload.last(tail.len)) == tail.crc,
+                  "append: the verified tail's CRC does not match its bytes");
+#endif
+    // The CRC of the payload, or of the bytes before its verified tail (combined under mu_,
+    // where the shifters are).
+    std::uint32_t payload_crc = crc32c::value(payload.first(payload.size() - tail.len));
     const auto len = static_cast<std::uint32_t>(payload.size());
     const std::size_t rec_len = format::kRecordHeaderSize + len;
     std::unique_lock lock(mu_);
@@ -248,6 +271,15 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
         }
         space_cv_.wait(lock);  // backpressure: the committer is behind by a whole group
     }
+    if (tail.len > 0) {
+        if (const crc32c::shifter* sh = shifter_for(tail.len)) {
+            payload_crc = sh->combine(payload_crc, tail.crc);
+        } else if (tail.len >= kCombineMinBytes) {
+            payload_crc = crc32c::combine(payload_crc, tail.crc, tail.len);
+        } else {
+            payload_crc = crc32c::extend(payload_crc, payload.last(tail.len));
+        }
+    }
     stream_state* st = streams_.find(id.value())->second.get();
     const std::uint64_t off = st->next_offset++;
     std::byte* p = pending_.bytes.extend(format::kJournalRecordPrefix + rec_len);
@@ -259,6 +291,18 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
     if (len > 0) {
         std::memcpy(p + format::kRecordHeaderSize, payload.data(), len);
     }
+    // Fold the record (stream id, header, payload) into the block's CRC: the header's bytes,
+    // then the payload from its CRC when a shifter for its length exists.
+    pending_.records_crc = crc32c::extend(pending_.records_crc, p - format::kJournalRecordPrefix,
+                                          format::kJournalRecordPrefix + format::kRecordHeaderSize);
+    if (const crc32c::shifter* sh = len >= kShiftMinBytes ? shifter_for(len) : nullptr) {
+        pending_.records_crc = sh->combine(pending_.records_crc, payload_crc);
+    } else if (len >= kCombineMinBytes) {
+        pending_.records_crc = crc32c::combine(pending_.records_crc, payload_crc, len);
+    } else {
+        pending_.records_crc =
+            crc32c::extend(pending_.records_crc, p + format::kRecordHeaderSize, len);
+    }
     // Constructed in place: the completion chain (up to 144 B of nested captures) moves once.
     pending_.appends.emplace_back(st, off, rec_pos, rec_len, std::move(done));
     ++enqueued_seq_;
@@ -269,6 +313,22 @@ void journaled_store::append(stream_id id, bytes_view payload, append_completion
     if (wake) {
         work_cv_.notify_one();
     }
+}
+
+const crc32c::shifter* journaled_store::shifter_for(std::size_t len) {
+    shift_slot& slot = shifters_[(len * 0x9e3779b97f4a7c15ULL) >> 61];
+    if (slot.shifter && slot.shifter->length() == len) {
+        return slot.shifter.get();
+    }
+    if (slot.candidate != len) {
+        slot.candidate = len;
+        slot.streak = 0;
+    }
+    if (++slot.streak < kShiftStreak) {
+        return nullptr;
+    }
+    slot.shifter = std::make_unique<crc32c::shifter>(len);
+    return slot.shifter.get();
 }
 
 void journaled_store::committer_loop() {
@@ -350,7 +410,8 @@ void journaled_store::commit_group(group& g) {
         }
     }
     const auto block = std::span<std::byte>(g.bytes.data(), g.bytes.size());
-    format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()));
+    format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()),
+                         g.records_crc);
     const auto sync_start = std::chrono::steady_clock::now();
     auto r = journal_->write_at(journal_pos_, block);
     if (r) {

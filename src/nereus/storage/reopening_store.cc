@@ -154,6 +154,19 @@ void reopening_store::append(stream_id id, bytes_view payload, append_completion
     s->append(id, payload, std::move(done));
 }
 
+void reopening_store::append(stream_id id,
+                             bytes_view payload,
+                             verified_tail tail,
+                             append_completion done) {
+    std::error_code ec;
+    auto s = current(ec);
+    if (!s) {
+        done(error(ec));
+        return;
+    }
+    s->append(id, payload, tail, std::move(done));
+}
+
 result<read_batch> reopening_store::read(stream_id id,
                                          offset from,
                                          std::size_t max_entries,

@@ -77,6 +77,10 @@ public:
     result<void> create_stream(stream_id id) override;
     result<void> delete_stream(stream_id id) override;
     void append(stream_id id, bytes_view payload, append_completion done) override;
+    void append(stream_id id,
+                bytes_view payload,
+                verified_tail tail,
+                append_completion done) override;
     result<read_batch> read(stream_id id,
                             offset from,
                             std::size_t max_entries,

@@ -77,6 +77,21 @@ public:
     // closed, failed store, too large) call `done` inline on the caller's thread. Appends to one
     // stream get offsets in call order. May block briefly while max_group_bytes are queued.
     virtual void append(stream_id id, bytes_view payload, append_completion done) = 0;
+    // The CRC32C of a payload's last `len` bytes, already verified against exactly those bytes
+    // by the caller (a Pulsar SEND's checksum, checked by the frame decoder).
+    struct verified_tail {
+        std::uint32_t crc = 0;
+        std::uint32_t len = 0;  // 0: none
+    };
+    // append() with the CRC of the payload's tail known: the store checksums only the bytes
+    // before it and combines (crc32c::combine), instead of reading the whole payload again.
+    // The stored record is identical; a wrong `tail` would store a record whose CRC does not
+    // match its bytes, which reads and recovery reject (fail closed). tail.len > payload.size()
+    // is ignored. The default implementation ignores `tail`.
+    virtual void append(stream_id id,
+                        bytes_view payload,
+                        verified_tail tail,
+                        append_completion done);
     // append() and wait for the completion.
     [[nodiscard]] result<offset> append_sync(stream_id id, bytes_view payload);
 

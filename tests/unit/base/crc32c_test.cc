@@ -91,5 +91,41 @@ TEST(Crc32c, DetectsSingleBitFlipInEveryChain) {
     EXPECT_EQ(before, crc32c::value(buf.data(), buf.size()));
 }
 
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+    std::mt19937 rng(7);
+    std::vector<unsigned char> buf(70000);
+    for (auto& b : buf) {
+        b = static_cast<unsigned char>(rng());
+    }
+    // Lengths around powers of two, the interleaving blocks, a journal record, and random ones.
+    std::vector<std::size_t> lens = {0, 1, 2, 7, 8, 9, 31, 100, 255, 256, 767, 768, 1024, 1048,
+                                     4095, 4096, 12288, 65536, 69999};
+    for (int i = 0; i < 40; ++i) {
+        lens.push_back(rng() % buf.size());
+    }
+    for (const std::size_t len_b : lens) {
+        const std::size_t len_a = rng() % (buf.size() - len_b + 1);
+        const std::uint32_t a = crc32c::value(buf.data(), len_a);
+        const std::uint32_t b = crc32c::value(buf.data() + len_a, len_b);
+        const std::uint32_t whole = crc32c::value(buf.data(), len_a + len_b);
+        EXPECT_EQ(crc32c::combine(a, b, len_b), whole) << len_a << "+" << len_b;
+        EXPECT_EQ(crc32c::extend(a, buf.data() + len_a, len_b), whole);
+        const crc32c::shifter s(len_b);
+        EXPECT_EQ(s.length(), len_b);
+        EXPECT_EQ(s.combine(a, b), whole) << len_a << "+" << len_b;
+        // Any starting CRC, including 0 (the empty string) and all ones.
+        for (const std::uint32_t start : {0U, 0xffffffffU, static_cast<std::uint32_t>(rng())}) {
+            EXPECT_EQ(s.combine(start, b), crc32c::extend(start, buf.data() + len_a, len_b));
+        }
+    }
+    // A flipped bit in either part changes the combined value.
+    const crc32c::shifter s(1000);
+    const std::uint32_t a = crc32c::value(buf.data(), 24);
+    const std::uint32_t b = crc32c::value(buf.data() + 24, 1000);
+    buf[500] ^= 0x10;
+    EXPECT_NE(s.combine(a, crc32c::value(buf.data() + 24, 1000)), s.combine(a, b));
+    EXPECT_NE(s.combine(a ^ 1, b), s.combine(a, b));
+}
+
 }  // namespace
 }  // namespace nereus

@@ -1,6 +1,9 @@
 // Group commit: how many fdatasyncs and open files the commit path costs (counted, not timed).
 
 #include "nereus/base/fault_file_system.h"
+#include "nereus/base/crc32c.h"
+#include "nereus/storage/format.h"
+#include "nereus/storage/journal_scan.h"
 #include "nereus/storage/stream_store.h"
 
 #include <gtest/gtest.h>
@@ -143,6 +146,152 @@ TEST(GroupCommit, CompletionsMayAppendEvenWhenTheQueueIsFull) {
     pending.wait();
     EXPECT_EQ(s->info(stream_id(1))->end.value(), 400U);
 }
+
+// append() folds each record into its block's CRC (from the payload CRC; a shifter once a
+// length repeats, crc32c::combine for large ones, the bytes otherwise), so the committer does not
+// read the block again. Every block it writes must still carry the CRC of its bytes: mixed sizes,
+// in groups of many and of one, checked block by block with the recovery scanner.
+TEST(GroupCommit, BlockCrcFoldedByAppendersMatchesTheBlockBytes) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    auto s = open_store(fs, "/db");
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    ASSERT_TRUE(s->create_stream(stream_id(2)));
+    std::vector<std::size_t> sizes = {0, 1, 100, 255, 256, 257, 1000, 4095, 4096, 70000};
+    for (int i = 0; i < 300; ++i) {
+        sizes.push_back(1048);  // repeats: gets a shifter after its streak
+    }
+    for (int i = 0; i < 200; ++i) {
+        sizes.push_back(static_cast<std::size_t>((i * 7919) % 9000));  // varying sizes
+    }
+    std::vector<std::vector<std::byte>> sent;
+    std::uint64_t k = 0;
+    for (int round = 0; round < 3; ++round) {
+        // Round 0: one group (the gate holds the first commit); 1, 2: one append per commit.
+        if (round == 0) {
+            fs->close_gate();
+        }
+        pending_counter pending;
+        std::atomic<int> ok{0};
+        auto done = [&](result<offset> r) {
+            ok += r ? 1 : 0;
+            pending.done();
+        };
+        int n = 0;
+        for (const std::size_t size : sizes) {
+            if (round > 0 && n >= 40) {
+                break;
+            }
+            const stream_id id(1 + (k % 2));
+            sent.push_back(payload(id.value(), k, size));
+            ++k;
+            pending.add(1);
+            s->append(id, sent.back(), done);
+            if (round == 0 && n == 0) {
+                fs->wait_for_gate_waiter();
+            }
+            if (round > 0) {
+                pending.wait();
+            }
+            ++n;
+        }
+        if (round == 0) {
+            fs->open_gate();
+        }
+        pending.wait();
+        EXPECT_EQ(ok.load(), n);
+    }
+    std::uint64_t records = 0;
+    auto names = fs->list_dir("/db/journal");
+    ASSERT_TRUE(names);
+    for (const auto& name : *names) {
+        if (!format::parse_journal_file_name(name)) {
+            continue;
+        }
+        auto f = fs->open("/db/journal/" + name, open_mode::read_only);
+        ASSERT_TRUE(f);
+        auto scan = scan_journal_file(**f, 0, 0, [&](std::uint64_t, bytes_view block) {
+            EXPECT_EQ(format::check_block(block), format::defect::none);
+            format::for_each_block_record(block, [&](std::uint64_t, bytes_view) { ++records; });
+            return result<void>{};
+        });
+        ASSERT_TRUE(scan);
+        EXPECT_FALSE(scan->defect) << format::to_string(scan->defect->what);
+    }
+    EXPECT_EQ(records, k + 0);  // stream creation writes no journal records
+    auto a = read_all(*s, stream_id(1));
+    auto b = read_all(*s, stream_id(2));
+    EXPECT_EQ(a.size() + b.size(), k);
+}
+
+// append() with a verified tail CRC (a SEND's checksum) stores exactly the record a plain
+// append stores: every entry reads back (reads check each record's CRC), also after a reopen
+// (recovery checks every block and record), for tails of every kind: short ones (read again),
+// long ones with and without a shifter, and combine() ones.
+TEST(GroupCommit, VerifiedTailGivesTheSameRecords) {
+    auto fs = std::make_shared<fault_file_system>();
+    std::vector<std::vector<std::byte>> sent;
+    {
+        auto s = open_store(fs, "/db");
+        ASSERT_NE(s, nullptr);
+        ASSERT_TRUE(s->create_stream(stream_id(1)));
+        std::vector<std::pair<std::size_t, std::size_t>> cases;  // size, tail length
+        for (const std::size_t size : {0, 1, 100, 255, 256, 300, 1048, 5000, 70000}) {
+            cases.emplace_back(size, size);
+            cases.emplace_back(size, size / 2);
+            cases.emplace_back(size, size > 16 ? size - 16 : 0);
+        }
+        for (int i = 0; i < 150; ++i) {
+            cases.emplace_back(1048, 1024);  // repeats: a shifter for 1024 and for 1048
+        }
+        cases.emplace_back(100, 200);  // longer than the payload: ignored
+        pending_counter pending;
+        std::atomic<int> ok{0};
+        auto done = [&](result<offset> r) {
+            ok += r ? 1 : 0;
+            pending.done();
+        };
+        for (const auto& [size, tail_len] : cases) {
+            sent.push_back(payload(1, sent.size(), size));
+            const auto& p = sent.back();
+            stream_store::verified_tail tail;
+            tail.len = static_cast<std::uint32_t>(tail_len);
+            if (tail_len <= size) {
+                tail.crc = crc32c::value(p.data() + size - tail_len, tail_len);
+            }
+            pending.add(1);
+            s->append(stream_id(1), p, tail, done);
+        }
+        pending.wait();
+        EXPECT_EQ(ok.load(), static_cast<int>(cases.size()));
+        EXPECT_EQ(read_all(*s, stream_id(1)), sent);
+        ASSERT_TRUE(s->close());
+    }
+    auto s = open_store(fs, "/db");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(read_all(*s, stream_id(1)), sent);
+}
+
+#ifdef NDEBUG
+// A tail CRC that does not match its bytes (a caller's bug; debug builds assert) is stored as
+// given, so the record's CRC does not match its bytes: the read fails, it does not return them.
+TEST(GroupCommit, WrongVerifiedTailFailsClosed) {
+    auto fs = std::make_shared<fault_file_system>();
+    auto s = open_store(fs, "/db");
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // Long enough that the store combines (a short tail is read again, which would hide it).
+    const auto p = payload(1, 0, 8192);
+    pending_counter pending;
+    pending.add(1);
+    s->append(stream_id(1), p,
+              stream_store::verified_tail{crc32c::value(p.data() + 192, 8000) ^ 1, 8000},
+              [&](result<offset>) { pending.done(); });
+    pending.wait();
+    auto b = s->read(stream_id(1), offset(0), 10, 1 << 20);
+    EXPECT_FALSE(b && !b->empty()) << "a record with a wrong CRC was returned";
+}
+#endif
 
 }  // namespace
 }  // namespace nereus::storage

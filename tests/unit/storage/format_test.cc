@@ -33,6 +33,25 @@ std::vector<std::byte> make_block(
     return b;
 }
 
+TEST(Format, FinishBlockFromRecordsCrcWritesTheSameHeader) {
+    for (const std::size_t n : {0, 1, 3}) {
+        std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> recs;
+        for (std::size_t i = 0; i < n; ++i) {
+            recs.emplace_back(i + 1, payload(i + 1, i, 100 + 900 * i));
+        }
+        auto b = make_block(9, recs);
+        const auto want = b;
+        std::fill(b.begin(), b.begin() + format::kBlockHeaderSize, std::byte{0});
+        const std::uint32_t records_crc = crc32c::value(b.data() + format::kBlockHeaderSize,
+                                                        b.size() - format::kBlockHeaderSize);
+        format::finish_block(b, 9, static_cast<std::uint32_t>(n), records_crc);
+        EXPECT_EQ(b, want) << n;
+        EXPECT_EQ(format::check_block(b), format::defect::none);
+        format::finish_block(b, 9, static_cast<std::uint32_t>(n), records_crc ^ 1);
+        EXPECT_EQ(format::check_block(b), format::defect::bad_crc);  // a wrong fold fails closed
+    }
+}
+
 TEST(Format, RecordHeaderRoundTrip) {
     const auto p = payload(1, 2, 100);
     std::byte hdr[format::kRecordHeaderSize];

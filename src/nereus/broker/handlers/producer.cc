@@ -177,6 +177,15 @@ bool connection::handle_send(const proto::frame_view& f) {
             info.batch_size = static_cast<std::uint32_t>(md->num_messages_in_batch);
         }
     }
+    // The verified checksum covers the entry's tail (metadataSize .. frame end): the store
+    // combines it instead of reading those bytes again.
+    if (f.checksum == proto::checksum_state::valid &&
+        f.checksummed.data() + f.checksummed.size() ==
+            f.headers_and_payload.data() + f.headers_and_payload.size() &&
+        f.checksummed.size() <= f.headers_and_payload.size()) {
+        info.tail_crc = f.checksum_value;
+        info.tail_len = static_cast<std::uint32_t>(f.checksummed.size());
+    }
     p->pending.push_back(std::move(ps));
     std::weak_ptr<connection> weak = weak_from_this();
     auto finish = [weak, p, serial](result<position> r) {
