@@ -126,8 +126,8 @@ result<read_batch> journaled_store::read(stream_id id,
             start = it->index.floor(cur, it->unindexed_pos != 0
                                              ? index_entry{it->unindexed_end, it->unindexed_pos}
                                              : index_entry{base, 0});
-            need_end = it->index.ceiling(cur + (max_entries - got.size()), {seg_end, seg_bytes})
-                           .pos;
+            need_end =
+                it->index.ceiling(cur + (max_entries - got.size()), {seg_end, seg_bytes}).pos;
         }
         const segment_key k = key(*st, base);
         auto opened = fds_.get(k);

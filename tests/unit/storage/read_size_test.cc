@@ -10,13 +10,13 @@
 #include "nereus/storage/stream_store.h"
 
 #include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
 #include "support/payloads.h"
 #include "support/store_helpers.h"
 #include "support/temp_dir.h"
 #include <atomic>
 #include <memory>
+#include <rapidcheck/gtest.h>
 
 namespace nereus::storage {
 namespace {
