@@ -39,8 +39,8 @@ struct broker_options {
     std::size_t max_write_queue_bytes = std::size_t{64} << 20;
     // Entries read from a cursor per dispatch round (and at most the consumers' permits). Each
     // read is one blocking-pool hand-off and one back to the io thread: 1,000 (a Pulsar
-    // client's receiver queue) drains a backlog with a quarter of the hand-offs of 256
-    // (doc/perf.md, "Consume + ack path, round 3").
+    // client's receiver queue) drains a backlog in 2-4x fewer reads than 256 did, as far as
+    // the permits allow (doc/perf.md, "Consume + ack path, round 3").
     std::size_t dispatch_batch = 1'000;
     // A consumer stops receiving while it holds this many unacked messages (Pulsar's default).
     std::uint32_t max_unacked_per_consumer = 50'000;
