@@ -37,8 +37,11 @@ struct broker_options {
     std::uint32_t max_message_size = proto::default_max_message_size;
     // Bytes queued for writing on one connection before it is closed as too slow.
     std::size_t max_write_queue_bytes = std::size_t{64} << 20;
-    // Entries read from a cursor per dispatch round.
-    std::size_t dispatch_batch = 256;
+    // Entries read from a cursor per dispatch round (and at most the consumers' permits). Each
+    // read is one blocking-pool hand-off and one back to the io thread: 1,000 (a Pulsar
+    // client's receiver queue) drains a backlog in 2-4x fewer reads than 256 did, as far as
+    // the permits allow (doc/perf.md, "Consume + ack path, round 3").
+    std::size_t dispatch_batch = 1'000;
     // A consumer stops receiving while it holds this many unacked messages (Pulsar's default).
     std::uint32_t max_unacked_per_consumer = 50'000;
     // Key_Shared look-ahead: entries (and their bytes) the dispatcher holds in memory while

@@ -34,7 +34,7 @@ struct standalone_options {
     std::uint32_t max_unacked_per_consumer = 50'000;
     std::uint32_t keepalive_interval_s = 30;
     std::uint32_t stop_timeout_ms = 5'000;
-    std::uint32_t dispatch_batch = 256;
+    std::uint32_t dispatch_batch = 1'000;
     std::uint32_t stats_interval_s = 60;  // admin stats' rates: counters sampled this often
     // Retention (Pulsar's defaultRetentionTimeInMinutes / defaultRetentionSizeInMB, -1 =
     // unlimited; 0/0: data acked by every subscription is deleted) and the period of the

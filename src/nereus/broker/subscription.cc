@@ -393,7 +393,10 @@ result<std::vector<dispatch_entry>> subscription::read_cursor(std::size_t want, 
 
 void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {
     for (auto& e : entries) {
-        if (pending_.contains(e.pos.entry_id)) {
+        // Only an entry at or below the highest pending one can be pending (a read past every
+        // delivery, the common case, skips the tree lookup).
+        if (!pending_.empty() && e.pos.entry_id <= pending_.rbegin()->first &&
+            pending_.contains(e.pos.entry_id)) {
             continue;  // still with a consumer (skipped on a re-read after a rewind)
         }
         if (type_ == sub_type::key_shared) {
@@ -500,7 +503,11 @@ consumer* subscription::pick_consumer_locked() {
 }
 
 void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
-    pending_.insert_or_assign(entry, p);
+    if (pending_.empty() || entry > pending_.rbegin()->first) {
+        pending_.emplace_hint(pending_.end(), entry, p);  // in-order delivery: no tree search
+    } else {
+        pending_.insert_or_assign(entry, p);
+    }
     if (p.slot >= 0) {
         auto& h = slots_[p.slot];
         h.holder = p.owner;
@@ -785,11 +792,17 @@ void subscription::ack(const consumer& c,
             ids.resize(1);
         }
         const ack_fence current = cursor_->current_fence();
+        calls.reserve(ids.size());
+        // The pending entry after the last one this ack erased: grouped acks list ids in
+        // delivery order, so the next id is usually there (no tree search).
+        auto next = pending_.end();
         for (auto& id : ids) {
             call k;
             k.entry = id.entry_id;
             k.fence = current;
-            auto it = pending_.find(id.entry_id);
+            auto it = next != pending_.end() && next->first == id.entry_id
+                          ? next
+                          : pending_.find(id.entry_id);
             if (it != pending_.end()) {
                 k.fence = it->second.fence;
                 k.batch_size = it->second.batch_size;
@@ -819,6 +832,7 @@ void subscription::ack(const consumer& c,
                         }
                         p = erase_pending_locked(p);
                     }
+                    next = pending_.end();  // it may have been erased
                 }
             } else if (!id.ack_set.empty()) {
                 if (k.batch_size == 0) {
@@ -837,7 +851,7 @@ void subscription::ack(const consumer& c,
                                 std::min<std::uint64_t>(cons->unacked, it->second.messages);
                         }
                     }
-                    erase_pending_locked(it);
+                    next = erase_pending_locked(it);
                 }
             }
             calls.push_back(std::move(k));

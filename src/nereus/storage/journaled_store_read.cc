@@ -94,6 +94,11 @@ result<read_batch> journaled_store::read(stream_id id,
         std::uint64_t seg_end = 0;
         std::uint64_t seg_bytes = 0;
         index_entry start{};
+        // The wanted records all lie before this file byte: the position of the first index
+        // entry at or after the first offset not wanted (or the segment's end). Sizes the
+        // preads to what the read needs, give or take one index interval, instead of the whole
+        // byte budget (a read of 500 x 100 B entries read 288 KiB before, for ~70 KiB).
+        std::uint64_t need_end = 0;
         {
             std::unique_lock lock(st->view_mu);
             if (cur < st->first) {
@@ -121,6 +126,8 @@ result<read_batch> journaled_store::read(stream_id id,
             start = it->index.floor(cur, it->unindexed_pos != 0
                                              ? index_entry{it->unindexed_end, it->unindexed_pos}
                                              : index_entry{base, 0});
+            need_end =
+                it->index.ceiling(cur + (max_entries - got.size()), {seg_end, seg_bytes}).pos;
         }
         const segment_key k = key(*st, base);
         auto opened = fds_.get(k);
@@ -133,10 +140,18 @@ result<read_batch> journaled_store::read(stream_id id,
         file& f = **opened;
         const std::size_t region = buf.size();  // buf index of file byte start.pos
         std::uint64_t read_end = start.pos;     // next file byte to read
-        const std::uint64_t chunk =
-            std::min<std::uint64_t>(max_bytes, 256U << 10) +
-            format::kRecordHeaderSize * std::min<std::uint64_t>(max_entries, 4096) +
-            (start.offset < cur ? opts_.index_interval_bytes : 0);
+        // One pread of what the index says the wanted records span (bounded by the byte
+        // budget), into a buffer reserved for it: no second pread and no reallocation that
+        // copies the bytes already read (1 KiB entries: a 500-entry read took two 288 KiB
+        // preads and a 288 KiB copy before).
+        const std::uint64_t chunk = std::clamp<std::uint64_t>(
+            need_end > start.pos ? need_end - start.pos : 0, format::kRecordHeaderSize,
+            std::min<std::uint64_t>(max_bytes, 4U << 20) +
+                format::kRecordHeaderSize * std::min<std::uint64_t>(max_entries, 4096) +
+                opts_.index_interval_bytes);
+        if (seg_bytes > start.pos) {
+            buf.reserve(region + std::min<std::uint64_t>(chunk, seg_bytes - start.pos));
+        }
         // Makes file bytes [p, p + n) available in buf; false if the segment is shorter.
         auto ensure = [&](std::uint64_t p, std::uint64_t n) -> result<bool> {
             if (p + n <= read_end) {
@@ -171,6 +186,10 @@ result<read_batch> journaled_store::read(stream_id id,
         std::uint64_t at = start.offset;
         std::uint64_t p = start.pos;
         while (at < seg_end) {
+            if (at >= cur && got.size() >= max_entries) {
+                full = true;  // checked before the next header is read: no pread for it
+                break;
+            }
             auto ok = ensure(p, format::kRecordHeaderSize);
             if (!ok) {
                 return error(ok.error());
@@ -183,8 +202,7 @@ result<read_batch> journaled_store::read(stream_id id,
                 return damaged(p, at, "bad record header");
             }
             const bool wanted = at >= cur;
-            if (wanted &&
-                (got.size() >= max_entries || (!got.empty() && taken + h.len > max_bytes))) {
+            if (wanted && !got.empty() && taken + h.len > max_bytes) {
                 full = true;
                 break;
             }

@@ -40,6 +40,17 @@ public:
         }
         return *(it - 1);
     }
+    // The first entry at or after `offset`; `fallback` if none. A read wanting the records
+    // before `offset` finds them all before this entry's `pos`.
+    [[nodiscard]] index_entry ceiling(std::uint64_t offset, index_entry fallback) const {
+        auto it =
+            std::lower_bound(entries_.begin(), entries_.end(), offset,
+                             [](const index_entry& e, std::uint64_t o) { return e.offset < o; });
+        if (it == entries_.end()) {
+            return fallback;
+        }
+        return *it;
+    }
     // Puts the entries of an earlier part of the segment in front.
     void prepend(const sparse_index& earlier) {
         entries_.insert(entries_.begin(), earlier.entries_.begin(), earlier.entries_.end());

@@ -129,6 +129,43 @@ TEST_F(ConsumeTest, AckGetsAckResponseAndAckedMessagesAreNotRedelivered) {
     EXPECT_FALSE(c->expect(command_type::message, 100ms));
 }
 
+// One ACK listing ids out of delivery order, twice, and beyond the end (the dispatcher looks the
+// next id up after the last one it erased first: every listed pending entry must go, and only
+// those). Exclusive and Shared (where pending entries of one command may be of two consumers).
+TEST_F(ConsumeTest, MultiIdAckInAnyOrderAcksExactlyTheListedEntries) {
+    ASSERT_EQ(produce(*producer_, 0, 12), 12);
+    for (const std::int32_t type : {exclusive, shared}) {
+        const std::string sub = type == exclusive ? "multi-ex" : "multi-sh";
+        auto c = connected_client();
+        ASSERT_TRUE(subscribe(*c, topic, sub, type, 0, 1));
+        ASSERT_TRUE(flow(*c, 0, 12));
+        ASSERT_EQ(receive(*c, 12).size(), 12U);
+        std::vector<proto::message_id> ids;
+        for (std::uint64_t e : {3, 4, 5, 5, 9, 1, 2, 11, 40, 10, 4}) {
+            proto::message_id id;
+            id.ledger_id = 1;
+            id.entry_id = e;
+            ids.push_back(id);
+        }
+        proto::ack_args a;
+        a.consumer_id = 0;
+        a.ids = ids;
+        a.request_id = 77;
+        ASSERT_TRUE(
+            c->send([&](proto::frame_buffer& b) { return c->writer().ack(b, a).has_value(); }));
+        auto r = c->expect(command_type::ack_response);
+        ASSERT_TRUE(r);
+        EXPECT_FALSE(r->cmd.ackresponse().has_error());
+        // Everything not acked comes again, in order, and nothing else.
+        c->send([&](proto::frame_buffer& b) {
+            return c->writer().redeliver_unacknowledged(b, 0, {}).has_value();
+        });
+        ASSERT_TRUE(flow(*c, 0, 100));
+        EXPECT_EQ(receive(*c, 4), (std::vector<std::uint64_t>{0, 6, 7, 8})) << sub;
+        EXPECT_FALSE(c->expect(command_type::message, 100ms)) << sub;
+    }
+}
+
 TEST_F(ConsumeTest, CumulativeAckOnExclusive) {
     ASSERT_EQ(produce(*producer_, 0, 5), 5);
     auto c = connected_client();
