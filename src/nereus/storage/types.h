@@ -63,7 +63,7 @@ struct store_options {
     // The file's layout is unchanged. Falls back to buffered writes where the file system has
     // no direct I/O. false: always write + fdatasync.
     bool direct_journal_writes = true;
-    // ... but asked for only while the journal is written slower than this (bytes per second
+    // A spare is asked for only while the journal is written slower than this (bytes per second
     // over the active file's last 32 commits). A writer at max rate gains little from a
     // prepared file, and the zero-fill would double the disk's writes under it (measured:
     // max-rate 100 B produce lost 11-27 % while a spare was written). 0: no limit.
