@@ -27,6 +27,11 @@ namespace nereus {
 
 using bytes_view = std::span<const std::byte>;
 
+// Offsets, sizes and buffer addresses of writes to a file opened with
+// file_system::open_direct() are multiples of this (the page size; a multiple of every
+// logical block size Linux's direct I/O asks for).
+inline constexpr std::size_t kDirectIoAlign = 4096;
+
 enum class open_mode {
     read_only,        // must exist
     read_write,       // must exist
@@ -74,6 +79,17 @@ public:
 
     [[nodiscard]] virtual result<std::unique_ptr<file>> open(const std::string& path,
                                                              open_mode mode) = 0;
+    // Opens an existing file read-write for direct, synchronous writes (O_DIRECT | O_DSYNC):
+    // write_at()/writev_at() bypass the page cache and their bytes (and a grown size) are
+    // durable when they return success — *durable*, not applied; no sync() is needed (it
+    // still works). Every write's offset, size and buffer address (each part's, for writev_at)
+    // must be a multiple of kDirectIoAlign (EINVAL otherwise). Reads and the rest as open().
+    // A file system without direct I/O (tmpfs) fails with EINVAL: use open() and sync().
+    // The default (every test double) emulates it on this->open(path, read_write): the
+    // alignment is checked, and each write is followed by sync(), so fault injection sees the
+    // same calls and gives the same durability. posix_file_system() opens with
+    // O_DIRECT | O_DSYNC.
+    [[nodiscard]] virtual result<std::unique_ptr<file>> open_direct(const std::string& path);
     // Removes a file's name. Durable after sync_dir() of its directory.
     [[nodiscard]] virtual result<void> remove(const std::string& path) = 0;
     // Atomically replaces `to` with `from`. Durable after sync_dir() of both directories.

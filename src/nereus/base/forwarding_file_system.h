@@ -2,7 +2,9 @@
 
 // A file_system (and file) that passes every call to an inner one: the base of the wrappers
 // that observe or alter a few calls (counting, gating, recording, fault injection), which
-// override only those.
+// override only those. open_direct() is deliberately not forwarded: file_system's default
+// emulates it on this wrapper's open() and sync(), so a wrapper observes (and can fault) the
+// writes and syncs of a direct file too.
 //
 // Ownership: shares the inner file system; a forwarding_file owns its inner file.
 // Thread-safety: as the inner one. Durability: exactly the inner one's.

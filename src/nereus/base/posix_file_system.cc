@@ -176,6 +176,14 @@ public:
         return std::make_unique<posix_file>(fd);
     }
 
+    result<std::unique_ptr<file>> open_direct(const std::string& path) override {
+        const int fd = ::open(path.c_str(), O_RDWR | O_DIRECT | O_DSYNC | O_CLOEXEC);
+        if (fd < 0) {
+            return errno_error(errno);
+        }
+        return std::make_unique<posix_file>(fd);
+    }
+
     result<void> remove(const std::string& path) override {
         if (::unlink(path.c_str()) != 0) {
             return errno_error(errno);

@@ -7,9 +7,10 @@
 // Threads:
 //   - callers: append() copies the record into the pending group buffer (one mutex); reads run
 //     on the caller's thread against the segment files.
-//   - committer: swaps the pending group out, writes it as ONE journal block (one write, one
-//     fdatasync), then copies each record into its stream's segment file (page cache only),
-//     publishes the new end offsets and fires the completions.
+//   - committer: swaps the pending group out, writes it as ONE journal block (one write and one
+//     fdatasync; into a prepared file, one page-aligned O_DIRECT | O_DSYNC write that is
+//     durable when it returns), then copies each record into its stream's segment file (page
+//     cache only), publishes the new end offsets and fires the completions.
 //   - checkpointer: fdatasyncs the segment files dirtied before journal position P, durably
 //     writes P to the checkpoint file and deletes journal files wholly before P.
 //   - preparer: when asked, prepares journal/spare (zero-filled to journal_max_bytes in synced
@@ -28,6 +29,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -121,6 +123,11 @@ private:
     void commit_group(group& g);
     void maybe_checkpoint(std::uint64_t requests);
     result<void> roll_journal();
+    // Writes `block` at journal_pos_ of a direct journal file (journal_direct_): the pages from
+    // the one holding journal_pos_ to the block's end, in one aligned write, that page's
+    // earlier bytes taken from direct_buf_ and the rest of the last page zero (as the prepared
+    // file holds there). Durable when it returns success. Committer thread.
+    result<void> write_direct(std::span<const std::byte> block);
     result<void> write_records(stream_state& st, std::span<const bytes_view> records);
     result<void> flush_records(file& f, std::uint64_t& pos);
     result<void> roll_segment(stream_state& st, std::shared_ptr<file>& f);
@@ -231,6 +238,16 @@ private:
     // Committer-only state.
     group committing_;
     std::unique_ptr<file> journal_;
+    // The active journal file was opened with open_direct() (a prepared file and
+    // store_options::direct_journal_writes): each commit is one aligned, durable write, no
+    // fdatasync. direct_buf_ (kDirectIoAlign-aligned, grown to the largest block + 1 page,
+    // never shrunk) starts with the bytes of the last, partial page written so far.
+    bool journal_direct_ = false;
+    struct aligned_free {
+        void operator()(std::byte* p) const noexcept { std::free(p); }
+    };
+    std::unique_ptr<std::byte[], aligned_free> direct_buf_;
+    std::size_t direct_cap_ = 0;
     std::uint64_t journal_file_seq_ = 0;
     std::uint64_t journal_pos_ = 0;
     std::uint64_t next_block_seq_ = 1;

@@ -175,6 +175,7 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     }
     std::unique_ptr<file> f;
     bool prepared = false;
+    bool direct = false;
     if (take) {
         // A crash after this rename leaves an all-zero journal file `seq`: recovery reads it as
         // empty. Before it, the spare is still a spare.
@@ -190,11 +191,24 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
             }
             NEREUS_LOG(storage_log(), warn, "journal spare vanished; creating {}", path);
         } else {
-            auto o = fs_->open(path, open_mode::read_write);
-            if (!o) {
-                return error(o.error());
+            if (opts_.direct_journal_writes) {
+                // Direct, synchronous writes where the file system has them (not tmpfs).
+                auto d = fs_->open_direct(path);
+                if (d) {
+                    f = std::move(*d);
+                    direct = true;
+                } else {
+                    NEREUS_LOG(storage_log(), debug, "no direct writes for {}: {}", path,
+                               d.error().message());
+                }
             }
-            f = std::move(*o);
+            if (!f) {
+                auto o = fs_->open(path, open_mode::read_write);
+                if (!o) {
+                    return error(o.error());
+                }
+                f = std::move(*o);
+            }
             prepared = true;
         }
     }
@@ -211,6 +225,7 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     journal_pos_ = 0;
     commits_in_file_ = 0;
     journal_prepared_ = prepared;
+    journal_direct_ = direct;  // starts at byte 0: no earlier page to keep
     spare_requested_ = false;
     if (prepared) {
         stat_prepared_journals_.fetch_add(1, std::memory_order_relaxed);
