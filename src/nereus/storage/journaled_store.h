@@ -92,7 +92,8 @@ private:
     struct group {
         byte_buffer bytes;
         std::vector<pending_append> appends;
-        std::uint32_t records_crc = 0;  // crc32c of bytes [kBlockHeaderSize, size), kept by append()
+        std::uint32_t records_crc =
+            0;  // crc32c of bytes [kBlockHeaderSize, size), kept by append()
         void reset() {
             bytes.resize(format::kBlockHeaderSize);
             appends.clear();

@@ -98,8 +98,8 @@ TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
         b = static_cast<unsigned char>(rng());
     }
     // Lengths around powers of two, the interleaving blocks, a journal record, and random ones.
-    std::vector<std::size_t> lens = {0, 1, 2, 7, 8, 9, 31, 100, 255, 256, 767, 768, 1024, 1048,
-                                     4095, 4096, 12288, 65536, 69999};
+    std::vector<std::size_t> lens = {0,   1,   2,    7,    8,    9,    31,    100,   255,  256,
+                                     767, 768, 1024, 1048, 4095, 4096, 12288, 65536, 69999};
     for (int i = 0; i < 40; ++i) {
         lens.push_back(rng() % buf.size());
     }

@@ -1,7 +1,7 @@
 // Group commit: how many fdatasyncs and open files the commit path costs (counted, not timed).
 
-#include "nereus/base/fault_file_system.h"
 #include "nereus/base/crc32c.h"
+#include "nereus/base/fault_file_system.h"
 #include "nereus/storage/format.h"
 #include "nereus/storage/journal_scan.h"
 #include "nereus/storage/stream_store.h"

@@ -42,8 +42,8 @@ TEST(Format, FinishBlockFromRecordsCrcWritesTheSameHeader) {
         auto b = make_block(9, recs);
         const auto want = b;
         std::fill(b.begin(), b.begin() + format::kBlockHeaderSize, std::byte{0});
-        const std::uint32_t records_crc = crc32c::value(b.data() + format::kBlockHeaderSize,
-                                                        b.size() - format::kBlockHeaderSize);
+        const std::uint32_t records_crc =
+            crc32c::value(b.data() + format::kBlockHeaderSize, b.size() - format::kBlockHeaderSize);
         format::finish_block(b, 9, static_cast<std::uint32_t>(n), records_crc);
         EXPECT_EQ(b, want) << n;
         EXPECT_EQ(format::check_block(b), format::defect::none);
