@@ -145,13 +145,7 @@ result<void> reopening_store::delete_stream(stream_id id) {
 }
 
 void reopening_store::append(stream_id id, bytes_view payload, append_completion done) {
-    std::error_code ec;
-    auto s = current(ec);
-    if (!s) {
-        done(error(ec));
-        return;
-    }
-    s->append(id, payload, std::move(done));
+    append(id, payload, verified_tail{}, std::move(done));
 }
 
 void reopening_store::append(stream_id id,
