@@ -243,6 +243,11 @@ void connection::start(frame_handler& h) {
     handler_ = &h;
     started_ = true;
     consume_frame();
+    // From here on receipts are read by the direct scanner (frame_view::receipt; no protobuf
+    // objects per receipt). Setup frames above needed command().
+    auto o = decoder_.options();
+    o.fast_send_receipt = true;
+    decoder_ = proto::frame_decoder(o);
     asio::co_spawn(ioc_, read_loop(), log_exception("read loop"));
     asio::co_spawn(ioc_, write_loop(), log_exception("writer"));
 }
@@ -585,14 +590,13 @@ asio::awaitable<void> producer::run(steady::time_point start,
 }
 
 void producer::on_frame(const proto::frame_view& f) {
-    const auto& c = f.command();
     switch (f.type()) {
         case proto::command_type::send_receipt: {
-            const auto& r = c.send_receipt();
-            if (sends_size_ == 0 || r.sequence_id() != sends_[sends_head_].sequence_id) {
+            const auto& r = f.receipt;  // the direct scanner's or the generic parse's fields
+            if (sends_size_ == 0 || r.sequence_id != sends_[sends_head_].sequence_id) {
                 fail(fmt::format(
                     "producer {}: receipt for sequence id {} out of order (expected {})",
-                    config_.topic, r.sequence_id(),
+                    config_.topic, r.sequence_id,
                     sends_size_ == 0 ? std::string("none")
                                      : std::to_string(sends_[sends_head_].sequence_id)));
                 return;
@@ -623,7 +627,7 @@ void producer::on_frame(const proto::frame_view& f) {
             return;
         }
         case proto::command_type::send_error: {
-            const auto& e = c.send_error();
+            const auto& e = f.command().send_error();
             const auto n = sends_size_ > 0 ? sends_[sends_head_].messages : 1;
             stats_.send_errors += n;
             fail(fmt::format("producer {}: SEND_ERROR for sequence id {}: {}", config_.topic,
@@ -635,7 +639,8 @@ void producer::on_frame(const proto::frame_view& f) {
             return;
         case proto::command_type::error:
             fail(fmt::format("producer {}: ERROR {}", config_.topic,
-                             server_error_text(c.error().error(), c.error().message())));
+                             server_error_text(f.command().error().error(),
+                                               f.command().error().message())));
             return;
         default:
             return;  // PONG, SUCCESS, ... need nothing
