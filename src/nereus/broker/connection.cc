@@ -1,5 +1,6 @@
 #include "nereus/broker/connection.h"
 
+#include "nereus/base/flush_batch.h"
 #include "nereus/broker/blocking_pool.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic_name.h"
@@ -93,8 +94,12 @@ awaitable<void> connection::run() {
                    [self](std::exception_ptr e) { log_exception(e, self->peer_); });
     bool graceful = true;
     for (;;) {
-        // Decode every complete frame in the buffer.
+        // Decode every complete frame in the buffer. Work the frames defer to the end of the
+        // batch (base/flush_batch.h: the store's leader commit) runs when `batch` is reset,
+        // always before this coroutine suspends.
         bool keep_reading = true;
+        std::optional<flush_batch> batch;
+        batch.emplace();
         while (keep_reading && !closed_) {
             auto step = decoder_.decode(
                 std::span<const std::byte>(rbuf_.data() + rbuf_begin_, rbuf_end_ - rbuf_begin_));
@@ -126,12 +131,15 @@ awaitable<void> connection::run() {
                 // Blocking work on the pool: the frame (in rbuf_) stays valid, and no later
                 // frame of this connection is handled before it is done.
                 deferred_ = false;
+                batch.reset();
                 co_await handle_blocking(step->frame);
+                batch.emplace();
                 // Our own wait does not count against the peer's liveness.
                 last_received_ = std::chrono::steady_clock::now();
             }
             rbuf_begin_ += step->frame.size;
         }
+        batch.reset();
         if (!keep_reading || closed_ || stop_requested_) {
             break;
         }

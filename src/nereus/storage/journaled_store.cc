@@ -2,6 +2,7 @@
 
 #include "nereus/base/assert.h"
 #include "nereus/base/crc32c.h"
+#include "nereus/base/flush_batch.h"
 #include "nereus/base/wake_batch.h"
 #include "nereus/storage/logger.h"
 
@@ -17,6 +18,9 @@ namespace {
 constexpr std::size_t kMaxIov = 512;
 // An unprepared active journal file asks for a spare once it holds this much.
 constexpr std::uint64_t kPrepareAfterBytes = 1ULL << 20;
+// This thread holds a store's commit token as a leader (its completions may append without
+// backpressure, as the committer thread's may).
+thread_local bool tl_leading = false;
 
 }  // namespace
 
@@ -68,6 +72,9 @@ result<offset> stream_store::append_sync(stream_id id, bytes_view payload) {
         std::condition_variable cv;
         std::optional<result<offset>> r;
     } w;
+    // Inside a caller's flush_batch scope (an io thread's read batch) a leader commit this
+    // append registers would run only at the scope's end, after this wait: the store's
+    // committer takes such a late group over (journaled_store.h, kLeaderLate).
     append(id, payload, [&w](result<offset> r) {
         const std::lock_guard lock(w.mu);
         w.r = r;
@@ -91,6 +98,7 @@ journaled_store::journaled_store(std::shared_ptr<file_system> fs,
       fds_(fs_, streams_dir_, opts.fd_cache_size) {
     pending_.reset();
     committing_.reset();
+    leader_slot_->store = this;
 }
 
 journaled_store::~journaled_store() {
@@ -128,6 +136,11 @@ result<void> journaled_store::close() {
         }
         closing_ = true;
         stop_ = true;
+    }
+    {
+        // Waits for a leader commit in progress; a scope that ends later finds no store.
+        const std::lock_guard lock(leader_slot_->mu);
+        leader_slot_->store = nullptr;
     }
     {
         const std::lock_guard lock(prep_mu_);
@@ -170,7 +183,8 @@ result<void> journaled_store::close() {
     if (failed_.load()) {
         return error(failure());
     }
-    NEREUS_LOG(storage_log(), info, "stream store closed dir={}", dir_);
+    NEREUS_LOG(storage_log(), info, "stream store closed dir={} commits={} leader_commits={}", dir_,
+               stat_commits_.load(), stat_leader_commits_.load());
     return r;
 }
 
@@ -205,9 +219,10 @@ std::optional<corruption_info> journaled_store::last_corruption() const {
 }
 
 store_stats journaled_store::stats() const {
-    return {stat_commits_.load(),           stat_appends_.load(),       stat_journal_bytes_.load(),
-            stat_checkpoints_.load(),       stat_segment_rolls_.load(), stat_journal_rolls_.load(),
-            stat_prepared_journals_.load(), stat_spares_skipped_.load()};
+    return {
+        stat_commits_.load(),           stat_appends_.load(),        stat_journal_bytes_.load(),
+        stat_checkpoints_.load(),       stat_segment_rolls_.load(),  stat_journal_rolls_.load(),
+        stat_prepared_journals_.load(), stat_spares_skipped_.load(), stat_leader_commits_.load()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -268,7 +283,7 @@ void journaled_store::append(stream_id id,
         // A completion appending on the committer thread must not wait for itself.
         if (pending_.appends.empty() ||
             pending_.bytes.size() + rec_len <= opts_.max_group_bytes + format::kBlockHeaderSize ||
-            std::this_thread::get_id() == committer_id_) {
+            std::this_thread::get_id() == committer_id_ || tl_leading) {
             break;
         }
         space_cv_.wait(lock);  // backpressure: the committer is behind by a whole group
@@ -308,9 +323,25 @@ void journaled_store::append(stream_id id,
     // Constructed in place: the completion chain (up to 144 B of nested captures) moves once.
     pending_.appends.emplace_back(st, off, rec_pos, rec_len, std::move(done));
     ++enqueued_seq_;
-    // Wake a waiting committer only once the group it waits for is complete (see linger()).
-    const bool wake = committer_idle_ && (pending_.appends.size() >= wake_at_appends_ ||
-                                          pending_.bytes.size() >= opts_.max_group_bytes);
+    // Wake a waiting committer only once the group it waits for is complete (see linger()),
+    // and not while a leader commits (its release wakes the committer) or will take the group.
+    bool wake = false;
+    if (committer_waiting_ && !commit_busy_ && leader_may_take() &&
+        (lead_registered_ || leader_mode_)) {
+        if (!lead_registered_) {
+            lead_registered_ = flush_batch::defer(leader_slot_, &journaled_store::run_leader);
+            wake = !lead_registered_;  // no scope on this thread: the committer commits
+            if (lead_registered_) {
+                lead_since_ = std::chrono::steady_clock::now();
+                // The committer's idle wait must be timed while a leader is registered (the
+                // safety net, kLeaderLate): wake it once when it waits untimed.
+                wake = !committer_timed_;
+            }
+        }
+    } else if (committer_idle_ && !(committer_waiting_ && commit_busy_)) {
+        wake = pending_.appends.size() >= wake_at_appends_ ||
+               pending_.bytes.size() >= opts_.max_group_bytes;
+    }
     lock.unlock();
     if (wake) {
         work_cv_.notify_one();
@@ -333,18 +364,100 @@ const crc32c::shifter* journaled_store::shifter_for(std::size_t len) {
     return slot.shifter.get();
 }
 
+bool journaled_store::leader_may_take() const {
+    return pending_.appends.size() <= kLeaderMaxAppends &&
+           pending_.bytes.size() <= kLeaderMaxBytes + format::kBlockHeaderSize;
+}
+
+bool journaled_store::committer_has_work() const {
+    if (commit_busy_) {
+        return false;  // a leader commits; its release wakes us
+    }
+    if (stop_ || ckpt_requests_ > ckpt_taken_) {
+        return true;
+    }
+    if (pending_.appends.empty()) {
+        return false;
+    }
+    return !lead_registered_ || !leader_may_take() ||
+           std::chrono::steady_clock::now() >= lead_since_ + kLeaderLate;
+}
+
+void journaled_store::release_commit(std::uint64_t group_seq) {
+    completed_seq_ = group_seq;
+    commit_busy_ = false;
+    leader_mode_ = opts_.leader_commits && last_group_appends_ <= kLeaderMaxAppends;
+    drain_cv_.notify_all();
+}
+
+void journaled_store::run_leader(void* slot) {
+    auto* ls = static_cast<leader_slot*>(slot);
+    const std::lock_guard lock(ls->mu);
+    if (ls->store != nullptr) {
+        ls->store->lead_commit();
+    }
+}
+
+void journaled_store::lead_commit() {
+    std::unique_lock lock(mu_);
+    lead_registered_ = false;
+    if (pending_.appends.empty()) {
+        return;  // the committer took it
+    }
+    if (commit_busy_ || !committer_waiting_ || stop_ || failed_.load() ||
+        ckpt_requests_ > ckpt_taken_ || !leader_may_take()) {
+        // Hand the group to the committer (or to the token's release, which wakes it).
+        const bool wake = committer_waiting_ && committer_has_work();
+        lock.unlock();
+        if (wake) {
+            work_cv_.notify_one();
+        }
+        return;
+    }
+    commit_busy_ = true;
+    std::swap(pending_, committing_);
+    pending_.reset();
+    const std::uint64_t group_seq = enqueued_seq_;
+    const std::uint64_t requests = ckpt_taken_;  // never forces a checkpoint
+    lock.unlock();
+    const bool was_leading = std::exchange(tl_leading, true);
+    stat_leader_commits_.fetch_add(1, std::memory_order_relaxed);
+    commit_group(committing_);
+    maybe_checkpoint(requests);
+    tl_leading = was_leading;
+    lock.lock();
+    release_commit(group_seq);
+    const bool wake = committer_waiting_ && committer_has_work();
+    lock.unlock();
+    if (wake) {
+        work_cv_.notify_one();  // appends made meanwhile, a close, or a forced checkpoint
+    }
+}
+
 void journaled_store::committer_loop() {
     std::unique_lock lock(mu_);
     committer_id_ = std::this_thread::get_id();
+    leader_mode_ = opts_.leader_commits;
     for (;;) {
-        while (pending_.appends.empty() && !stop_ && ckpt_requests_ <= ckpt_taken_) {
+        while (!committer_has_work()) {
             committer_idle_ = true;
-            work_cv_.wait(lock);
+            committer_waiting_ = true;
+            // Timed for kLeaderLate after the last registration (not only while one is
+            // registered): while leaders keep registering, one wake-up per kLeaderLate.
+            if (std::chrono::steady_clock::now() < lead_since_ + kLeaderLate) {
+                committer_timed_ = true;
+                work_cv_.wait_until(lock, lead_since_ + kLeaderLate);
+                committer_timed_ = false;
+            } else {
+                work_cv_.wait(lock);
+            }
+            committer_waiting_ = false;
             committer_idle_ = false;
         }
         if (pending_.appends.empty() && stop_) {
             break;
         }
+        commit_busy_ = true;
         linger(lock);
         std::swap(pending_, committing_);
         pending_.reset();
@@ -359,8 +472,7 @@ void journaled_store::committer_loop() {
         maybe_checkpoint(requests);
 
         lock.lock();
-        completed_seq_ = group_seq;
-        drain_cv_.notify_all();
+        release_commit(group_seq);
     }
 }
 

@@ -12,7 +12,9 @@ namespace nereus::storage {
 void journaled_store::maybe_checkpoint(std::uint64_t requests) {
     const bool forced = requests > ckpt_taken_;
     if (failed_.load()) {
-        ckpt_taken_ = requests;  // waiters see the failure
+        if (forced) {
+            ckpt_taken_ = requests;  // waiters see the failure
+        }
         return;
     }
     if (!forced && bytes_since_ckpt_ < opts_.checkpoint_bytes) {
@@ -30,7 +32,9 @@ void journaled_store::maybe_checkpoint(std::uint64_t requests) {
     }
     ckpt_job_ = make_job(requests);
     bytes_since_ckpt_ = 0;
-    ckpt_taken_ = requests;
+    if (forced) {
+        ckpt_taken_ = requests;  // only the committer thread forces (a leader never writes it)
+    }
     lock.unlock();
     ckpt_cv_.notify_one();
 }

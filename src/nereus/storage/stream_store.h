@@ -44,6 +44,7 @@ struct store_stats {
     std::uint64_t journal_rolls = 0;
     std::uint64_t prepared_journals = 0;  // journal files that started as a prepared spare
     std::uint64_t spares_skipped = 0;  // journal files filled with no spare asked for (fast writes)
+    std::uint64_t leader_commits = 0;  // of `commits`, those written by an appending thread
 };
 
 class stream_store {
