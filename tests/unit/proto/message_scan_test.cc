@@ -2,7 +2,8 @@
 // commands, metadata and whole frames, intact or corrupted, the scanner either declines
 // (nullopt: frame_decoder decides) or accepts bytes the generic decoder decodes cleanly
 // (complete, valid checksum, no message_error) and reports the same values. The frames a broker
-// sends a consumer are accepted (the fast path is taken).
+// sends a consumer are accepted (the fast path is taken). And the consumer's direct ACK encoding
+// (command_writer::ack) is byte for byte the generic one.
 
 #include "nereus/proto/message_scan.h"
 
@@ -357,6 +358,78 @@ TEST(MessageScan, DeclinesWhatItDoesNotRead) {
     auto slow = d.decode(bad);
     ASSERT_TRUE(slow && slow->complete);
     EXPECT_TRUE(slow->frame.message_error);  // the generic path reports the mismatch
+}
+
+// ---- the consumer's ACK (command_writer::ack's direct encoding) ----
+
+// For any ids (plain, or with batch fields that take the generic path), ack type, request id,
+// validation error and peer version, appended after existing bytes: ack() writes byte for byte
+// what ack_generic() writes, or fails the same way; and the frame decodes to what was asked.
+RC_GTEST_PROP(MessageScan, DirectAckIsByteIdenticalToGeneric, ()) {
+    const auto n = *rc::gen::oneOf(rc::gen::inRange<std::size_t>(0, 4),
+                                   rc::gen::inRange<std::size_t>(0, 1200));
+    std::vector<message_id> ids(n);
+    const std::int64_t words[] = {3};
+    for (auto& id : ids) {
+        id.ledger_id = *gen_u64();
+        id.entry_id = *gen_u64();
+        id.partition = *rc::gen::oneOf(rc::gen::just(-1), rc::gen::inRange(-3, 200),
+                                       rc::gen::arbitrary<std::int32_t>());
+        if (*rc::gen::inRange(0, 20) == 0) {
+            id.batch_index = *rc::gen::inRange(0, 10);
+            id.batch_size = *rc::gen::inRange(0, 12);
+        }
+        if (*rc::gen::inRange(0, 40) == 0) {
+            id.ack_set = words;
+        }
+    }
+    ack_args a;
+    a.consumer_id = *gen_u64();
+    a.cumulative = *rc::gen::inRange(0, 4) == 0;
+    a.ids = ids;
+    if (*rc::gen::arbitrary<bool>()) {
+        a.request_id = *gen_u64();
+    }
+    if (*rc::gen::inRange(0, 10) == 0) {
+        a.validation_error = *rc::gen::inRange(-1, 6);
+    }
+    command_writer w;
+    w.set_peer_protocol_version(*rc::gen::element(1, 11, 12, 16, 17, 20));
+    if (*rc::gen::inRange(0, 10) == 0) {
+        w.options().max_frame_size = *rc::gen::inRange<std::uint32_t>(8, 4000);
+    }
+    const auto prefix = *rc::gen::inRange<std::size_t>(0, 40);
+    frame_buffer direct(prefix, std::byte{0x5a});
+    frame_buffer generic(prefix, std::byte{0x5a});
+    const auto x = w.ack(direct, a);
+    const auto y = w.ack_generic(generic, a);
+    RC_ASSERT(x.has_value() == y.has_value());
+    if (!x) {
+        RC_ASSERT(x.error() == y.error());
+        return;
+    }
+    RC_ASSERT(*x == *y);
+    RC_ASSERT(std::vector<std::byte>(direct.begin(), direct.end()) ==
+              std::vector<std::byte>(generic.begin(), generic.end()));
+    frame_decoder d;
+    const auto r =
+        d.decode(std::span<const std::byte>(direct.data() + prefix, direct.size() - prefix));
+    RC_ASSERT(r && r->complete);
+    RC_ASSERT(r->frame.type() == command_type::ack);
+    const auto& c = r->frame.command().ack();
+    RC_ASSERT(c.consumer_id() == a.consumer_id);
+    RC_ASSERT(c.ack_type() ==
+              (a.cumulative ? pb::CommandAck::Cumulative : pb::CommandAck::Individual));
+    RC_ASSERT(static_cast<std::size_t>(c.message_id_size()) == ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        RC_ASSERT(c.message_id(static_cast<int>(i)).ledgerid() == ids[i].ledger_id);
+        RC_ASSERT(c.message_id(static_cast<int>(i)).entryid() == ids[i].entry_id);
+        RC_ASSERT(c.message_id(static_cast<int>(i)).partition() == ids[i].partition);
+    }
+    RC_ASSERT(c.has_request_id() == a.request_id.has_value());
+    if (a.request_id) {
+        RC_ASSERT(c.request_id() == *a.request_id);
+    }
 }
 
 }  // namespace
