@@ -3,7 +3,8 @@
 // Invariants checked: no crash/UB/leak (sanitizers), a complete frame never claims more bytes
 // than given, "need more" always asks for more than given, and a frame decoded from the whole
 // buffer decodes identically when the bytes arrive split, and a decoder with fast_send (the
-// broker's direct SEND scanners, send_scan.h) decodes every frame exactly as the generic one.
+// broker's direct SEND scanners, send_scan.h) decodes every frame exactly as the generic one,
+// and so does one with fast_send_receipt (a producer's SEND_RECEIPT scanner).
 
 #include "nereus/proto/batch_codec.h"
 #include "nereus/proto/frame_decoder.h"
@@ -31,17 +32,38 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::span<const std::byte> input(reinterpret_cast<const std::byte*>(data), size);
     frame_decoder whole({.max_frame_size = 1 << 20});
     frame_decoder fast({.max_frame_size = 1 << 20, .fast_send = true});
+    nereus::proto::decoder_options receipt_options;
+    receipt_options.max_frame_size = 1 << 20;
+    receipt_options.fast_send_receipt = true;
+    frame_decoder fast_receipt(receipt_options);
     std::span<const std::byte> rest = input;
     std::vector<std::size_t> sizes;
     while (!rest.empty()) {
         auto r = whole.decode(rest);
         auto q = fast.decode(rest);
-        check(r.has_value() == q.has_value());
+        auto u = fast_receipt.decode(rest);
+        check(r.has_value() == q.has_value() && r.has_value() == u.has_value());
         if (!r) {
-            check(r.error() == q.error());
+            check(r.error() == q.error() && r.error() == u.error());
             break;
         }
         check(r->complete == q->complete && r->bytes_needed == q->bytes_needed);
+        check(r->complete == u->complete && r->bytes_needed == u->bytes_needed);
+        if (r->complete) {
+            const auto& a = r->frame;
+            const auto& c = u->frame;
+            check(a.size == c.size && a.raw_type == c.raw_type && a.known_type == c.known_type);
+            if (a.known_type && a.type() == nereus::proto::command_type::send_receipt) {
+                check(a.receipt.producer_id == c.receipt.producer_id);
+                check(a.receipt.sequence_id == c.receipt.sequence_id);
+                check(a.receipt.highest_sequence_id == c.receipt.highest_sequence_id);
+                check(a.receipt.has_message_id == c.receipt.has_message_id);
+                check(a.receipt.ledger_id == c.receipt.ledger_id);
+                check(a.receipt.entry_id == c.receipt.entry_id);
+                check(a.receipt.partition == c.receipt.partition);
+                check(a.receipt.batch_index == c.receipt.batch_index);
+            }
+        }
         if (r->complete) {
             const auto& a = r->frame;
             const auto& b = q->frame;

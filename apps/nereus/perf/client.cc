@@ -243,6 +243,11 @@ void connection::start(frame_handler& h) {
     handler_ = &h;
     started_ = true;
     consume_frame();
+    // From here on receipts are read by the direct scanner (frame_view::receipt; no protobuf
+    // objects per receipt). Setup frames above needed command().
+    auto o = decoder_.options();
+    o.fast_send_receipt = true;
+    decoder_ = proto::frame_decoder(o);
     asio::co_spawn(ioc_, read_loop(), log_exception("read loop"));
     asio::co_spawn(ioc_, write_loop(), log_exception("writer"));
 }
@@ -352,7 +357,6 @@ producer::producer(asio::io_context& ioc, perf_stats& stats, producer_config con
       config_(std::move(config)),
       conn_(ioc),
       timer_(ioc),
-      metadata_(std::make_unique<proto::pb::MessageMetadata>()),
       single_(std::make_unique<proto::pb::SingleMessageMetadata>()),
       payload_(config_.size, std::byte{0x5a}),
       sends_(std::max<std::uint32_t>(config_.max_pending, 1)),
@@ -390,7 +394,7 @@ asio::awaitable<result<void>> producer::open(const endpoint& service) {
     }
     name_ = ps.producer_name();
     next_seq_ = static_cast<std::uint64_t>(ps.last_sequence_id() + 1);
-    metadata_->set_producer_name(name_);
+    encoder_.set_producer_name(name_);
     conn_.start(*this);
     co_return result<void>{};
 }
@@ -425,39 +429,43 @@ asio::awaitable<void> producer::wait_until(steady::time_point t) {
     waiting_ = false;
 }
 
-void producer::add_message(std::uint64_t i, steady::time_point intended) {
+void producer::add_message(std::uint64_t i, steady::time_point intended, steady::time_point now) {
     const std::int64_t intended_ns = steady_ns(intended);
     const std::uint64_t seq = next_seq_++;
-    write_payload_header(
-        payload_, payload_header{
-                      stats_.run_id,
-                      realtime_base_ns_ + static_cast<std::uint64_t>(intended_ns - steady_base_ns_),
-                      config_.index,
-                      static_cast<std::uint32_t>(i),
-                  });
+    // The intended time on the realtime clock, from the steady one (no clock read per message):
+    // the payload header's send time and, in ms, the metadata's publish_time.
+    const std::uint64_t intended_realtime_ns =
+        realtime_base_ns_ + static_cast<std::uint64_t>(intended_ns - steady_base_ns_);
+    write_payload_header(payload_, payload_header{
+                                       stats_.run_id,
+                                       intended_realtime_ns,
+                                       config_.index,
+                                       static_cast<std::uint32_t>(i),
+                                   });
     intended_[(intended_head_ + in_flight_) % intended_.size()] = intended_ns;
     ++in_flight_;
     ++stats_.sent;
     if (config_.batch_max <= 1) {
-        metadata_->set_sequence_id(seq);
-        metadata_->set_publish_time(realtime_ns() / 1'000'000);
-        metadata_->clear_num_messages_in_batch();
+        // One SEND per message, encoded directly (byte for byte the protobuf path's frame).
         proto::send_args s;
         s.producer_id = 0;
         s.sequence_id = seq;
         s.num_messages = 1;
-        if (auto w = conn_.writer().send(conn_.out(), s, *metadata_, payload_); !w) {
+        const proto::send_metadata md{.sequence_id = seq,
+                                      .publish_time_ms = intended_realtime_ns / 1'000'000};
+        if (auto w = encoder_.append(conn_.out(), s, md, payload_, conn_.writer().options());
+            !w) {
             fail(fmt::format("encode SEND: {}", w.error().message()));
             return;
         }
-        mark_sent(1);
+        mark_sent(1, now);
         sends_[(sends_head_ + sends_size_) % sends_.size()] = pending_send{seq, 1};
         ++sends_size_;
         return;
     }
     if (batch_count_ == 0) {
         batch_first_seq_ = seq;
-        batch_deadline_ = steady::now() + config_.batch_delay;
+        batch_deadline_ = now + config_.batch_delay;
         batch_.clear();
     }
     single_->Clear();
@@ -469,9 +477,9 @@ void producer::add_message(std::uint64_t i, steady::time_point intended) {
     ++batch_count_;
 }
 
-void producer::mark_sent(std::uint32_t n) {
+void producer::mark_sent(std::uint32_t n, steady::time_point at) {
     // The last n messages added (in_flight_ counts them already) go out in this SEND.
-    const std::int64_t now = steady_ns(steady::now());
+    const std::int64_t now = steady_ns(at);
     for (std::uint64_t k = in_flight_ - n; k < in_flight_; ++k) {
         sent_at_[(intended_head_ + k) % sent_at_.size()] = now;
     }
@@ -481,20 +489,25 @@ void producer::flush_batch() {
     if (batch_count_ == 0 || failed()) {
         return;
     }
-    metadata_->set_sequence_id(batch_first_seq_);
-    metadata_->set_publish_time(realtime_ns() / 1'000'000);
-    metadata_->set_num_messages_in_batch(static_cast<std::int32_t>(batch_count_));
-    metadata_->set_highest_sequence_id(batch_first_seq_ + batch_count_ - 1);
+    const auto now = steady::now();
     proto::send_args s;
     s.producer_id = 0;
     s.sequence_id = batch_first_seq_;
     s.num_messages = static_cast<std::int32_t>(batch_count_);
     s.highest_sequence_id = batch_first_seq_ + batch_count_ - 1;
-    if (auto w = conn_.writer().send(conn_.out(), s, *metadata_, batch_); !w) {
+    const proto::send_metadata md{
+        .sequence_id = batch_first_seq_,
+        .publish_time_ms =
+            (realtime_base_ns_ + static_cast<std::uint64_t>(steady_ns(now) - steady_base_ns_)) /
+            1'000'000,
+        .num_messages_in_batch = static_cast<std::int32_t>(batch_count_),
+        .highest_sequence_id = batch_first_seq_ + batch_count_ - 1,
+    };
+    if (auto w = encoder_.append(conn_.out(), s, md, batch_, conn_.writer().options()); !w) {
         fail(fmt::format("encode SEND: {}", w.error().message()));
         return;
     }
-    mark_sent(batch_count_);
+    mark_sent(batch_count_, now);
     sends_[(sends_head_ + sends_size_) % sends_.size()] =
         pending_send{batch_first_seq_, batch_count_};
     ++sends_size_;
@@ -527,13 +540,14 @@ asio::awaitable<void> producer::run(steady::time_point start,
             continue;
         }
         steady::time_point intended;
+        steady::time_point now;  // the one clock read per message (max rate: == intended)
         if (paced) {
             intended = start + std::chrono::nanoseconds(
                                    static_cast<std::int64_t>(static_cast<double>(i) * interval_ns));
             if (intended >= stop_at) {
                 break;
             }
-            const auto now = steady::now();
+            now = steady::now();
             if (now < intended) {
                 if (batch_count_ > 0 && batch_deadline_ <= intended) {
                     if (now >= batch_deadline_) {
@@ -549,6 +563,7 @@ asio::awaitable<void> producer::run(steady::time_point start,
             }
         } else {
             intended = steady::now();
+            now = intended;
             if (intended >= stop_at) {
                 break;
             }
@@ -557,10 +572,10 @@ asio::awaitable<void> producer::run(steady::time_point start,
             batch_.size() + config_.size + 64 > config_.batch_max_bytes) {
             flush_batch();
         }
-        add_message(i, intended);
+        add_message(i, intended, now);
         ++i;
         if (batching) {
-            if (batch_count_ >= config_.batch_max || steady::now() >= batch_deadline_) {
+            if (batch_count_ >= config_.batch_max || now >= batch_deadline_) {
                 flush_batch();
             }
         } else if (paced) {
@@ -588,14 +603,13 @@ asio::awaitable<void> producer::run(steady::time_point start,
 }
 
 void producer::on_frame(const proto::frame_view& f) {
-    const auto& c = f.command();
     switch (f.type()) {
         case proto::command_type::send_receipt: {
-            const auto& r = c.send_receipt();
-            if (sends_size_ == 0 || r.sequence_id() != sends_[sends_head_].sequence_id) {
+            const auto& r = f.receipt;  // the direct scanner's or the generic parse's fields
+            if (sends_size_ == 0 || r.sequence_id != sends_[sends_head_].sequence_id) {
                 fail(fmt::format(
                     "producer {}: receipt for sequence id {} out of order (expected {})",
-                    config_.topic, r.sequence_id(),
+                    config_.topic, r.sequence_id,
                     sends_size_ == 0 ? std::string("none")
                                      : std::to_string(sends_[sends_head_].sequence_id)));
                 return;
@@ -603,7 +617,8 @@ void producer::on_frame(const proto::frame_view& f) {
             const auto n = sends_[sends_head_].messages;
             sends_head_ = (sends_head_ + 1) % sends_.size();
             --sends_size_;
-            const std::int64_t now = steady_ns(steady::now());
+            const auto now_tp = steady::now();  // one clock read per receipt
+            const std::int64_t now = steady_ns(now_tp);
             for (std::uint32_t k = 0; k < n; ++k) {
                 const std::int64_t intended = intended_[intended_head_];
                 const std::int64_t sent = sent_at_[intended_head_];
@@ -618,14 +633,14 @@ void producer::on_frame(const proto::frame_view& f) {
                 stats_.publish_interval.record(lat);
             }
             in_flight_ -= n;
-            stats_.last_receipt = steady::now();
+            stats_.last_receipt = now_tp;
             stats_.receipted += n;
             stats_.receipted_bytes += static_cast<std::uint64_t>(n) * config_.size;
             wake();
             return;
         }
         case proto::command_type::send_error: {
-            const auto& e = c.send_error();
+            const auto& e = f.command().send_error();
             const auto n = sends_size_ > 0 ? sends_[sends_head_].messages : 1;
             stats_.send_errors += n;
             fail(fmt::format("producer {}: SEND_ERROR for sequence id {}: {}", config_.topic,
@@ -637,7 +652,8 @@ void producer::on_frame(const proto::frame_view& f) {
             return;
         case proto::command_type::error:
             fail(fmt::format("producer {}: ERROR {}", config_.topic,
-                             server_error_text(c.error().error(), c.error().message())));
+                             server_error_text(f.command().error().error(),
+                                               f.command().error().message())));
             return;
         default:
             return;  // PONG, SUCCESS, ... need nothing

@@ -25,6 +25,7 @@
 #include "nereus/proto/commands.h"
 #include "nereus/proto/frame_decoder.h"
 #include "nereus/proto/message_scan.h"
+#include "nereus/proto/send_encoder.h"
 
 #include "apps/nereus/perf/options.h"
 #include "apps/nereus/perf/stats.h"
@@ -164,10 +165,11 @@ public:
     void on_lost(const std::string& why) override;
 
 private:
-    void add_message(std::uint64_t i, steady::time_point intended);
+    // `now`: the clock read of this message's loop turn (== intended at max rate).
+    void add_message(std::uint64_t i, steady::time_point intended, steady::time_point now);
     void flush_batch();
-    // Records the encoding time of the last n messages added (their SEND frame).
-    void mark_sent(std::uint32_t n);
+    // Records `at`, the encoding time of the last n messages added (their SEND frame).
+    void mark_sent(std::uint32_t n, steady::time_point at);
     void fail(std::string why);
     void wake();
     asio::awaitable<void> wait_until(steady::time_point t);
@@ -185,7 +187,7 @@ private:
     bool stop_ = false;
     std::string error_;
     std::string name_;
-    std::unique_ptr<proto::pb::MessageMetadata> metadata_;
+    proto::send_encoder encoder_;  // SEND frames (the name set once the producer is open)
     std::unique_ptr<proto::pb::SingleMessageMetadata> single_;
     std::vector<std::byte> payload_;
     std::vector<std::byte> batch_;

@@ -120,6 +120,17 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             return step;
         }
     }
+    if (options_.fast_send_receipt) {
+        if (const auto r = scan_send_receipt_command(f.command_bytes)) {
+            // A SEND_RECEIPT has no payload section; bytes after its command are ignored, as
+            // the generic path ignores them for non-payload commands.
+            f.raw_type = static_cast<std::int32_t>(command_type::send_receipt);
+            f.known_type = true;
+            f.receipt = *r;
+            step.complete = true;
+            return step;
+        }
+    }
     if (!command_->ParsePartialFromArray(f.command_bytes.data(),
                                          static_cast<int>(f.command_bytes.size()))) {
         return error(errc::bad_command);
@@ -150,6 +161,19 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
         f.send.num_messages = s.num_messages();
         f.send.has_highest_sequence_id = s.has_highest_sequence_id();
         f.send.highest_sequence_id = s.highest_sequence_id();
+    }
+    if (type == command_type::send_receipt) {
+        const auto& s = command_->send_receipt();
+        f.receipt.producer_id = s.producer_id();
+        f.receipt.sequence_id = s.sequence_id();
+        f.receipt.highest_sequence_id = s.highest_sequence_id();
+        f.receipt.has_message_id = s.has_message_id();
+        if (s.has_message_id()) {
+            f.receipt.ledger_id = s.message_id().ledgerid();
+            f.receipt.entry_id = s.message_id().entryid();
+            f.receipt.partition = s.message_id().partition();
+            f.receipt.batch_index = s.message_id().batch_index();
+        }
     }
     if (is_payload_command(type)) {
         decode_payload_section(body.subspan(size_field_bytes + command_size), f);

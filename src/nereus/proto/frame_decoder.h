@@ -52,6 +52,10 @@ struct decoder_options {
     // not read. A SEND so decoded has no command() / metadata() objects: read
     // frame_view::send and frame_view::metadata_values instead. Off: the generic parse only.
     bool fast_send = false;
+    // SEND_RECEIPT frames (a producer's hot path): read with scan_send_receipt_command,
+    // falling back to the generic parse for any other shape. A receipt so decoded has no
+    // command() object: read frame_view::receipt (set on either path). Off: generic only.
+    bool fast_send_receipt = false;
 };
 
 enum class checksum_state : std::uint8_t {
@@ -92,12 +96,14 @@ struct frame_view {
 
     // SEND only: the command's fields the broker reads (either path).
     send_fields send;
+    // SEND_RECEIPT only: its fields (either path).
+    send_receipt_fields receipt;
     // Set when the metadata was parsed (parse_metadata on, no message_error): the fields the
     // broker reads, on either path.
     std::optional<metadata_fields> metadata_values;
 
     // True when the generic parse ran, so command() is available; false for a SEND read by the
-    // fast_send scanners.
+    // fast_send scanners or a SEND_RECEIPT read by the fast_send_receipt one.
     bool has_command() const noexcept { return command_ != nullptr; }
     // The parsed command. Valid until the next decode(). Requires has_command().
     const pb::BaseCommand& command() const noexcept { return *command_; }

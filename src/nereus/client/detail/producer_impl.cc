@@ -7,6 +7,7 @@
 #include "nereus/proto/compression.h"
 #include "nereus/proto/errc.h"
 #include "nereus/proto/pulsar_api.h"
+#include "nereus/proto/send_encoder.h"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -66,6 +67,7 @@ struct producer_impl::partition_state {
     std::int32_t partition = -1;
     std::uint64_t producer_id = 0;
     std::string name;
+    proto::send_encoder encoder;  // SEND frames of plain messages, carrying `name`
     std::shared_ptr<connection> conn;
     std::shared_ptr<partition_listener> listener;
     bool connected = false;
@@ -167,6 +169,7 @@ asio::awaitable<result<void>> producer_impl::connect_partition(std::shared_ptr<p
     const auto& s = (*resp)->producer_success();
     const bool first = ps.name.empty();
     ps.name = s.producer_name();
+    ps.encoder.set_producer_name(ps.name);
     if (first) {
         if (self->options_.initial_sequence_id) {
             ps.next_sequence_id = *self->options_.initial_sequence_id;
@@ -272,6 +275,37 @@ void producer_impl::add_to_partition(std::size_t p,
     ps.next_sequence_id = seq + 1;
     const auto now = steady::now();
     const bool batchable = options_.batching && !m.deliver_at;
+    const auto codec = static_cast<proto::compression>(options_.compression);
+    if (!batchable && !m.key && !m.ordering_key && m.properties.empty() && !m.event_time &&
+        !m.deliver_at && codec == proto::compression::none) {
+        // A plain message: its SEND encoded directly (byte for byte the protobuf path's frame).
+        flush_batch(p);
+        if (ps.conn && m.payload.size() > ps.conn->max_message_size()) {
+            released(1);
+            done(error(errc::message_too_big));
+            return;
+        }
+        send_op op;
+        op.sequence_id = seq;
+        op.highest_sequence_id = seq;
+        op.num_messages = 1;
+        op.deadline = send_deadline(now);
+        proto::send_args a;
+        a.producer_id = ps.producer_id;
+        a.sequence_id = seq;
+        a.num_messages = 1;
+        const proto::send_metadata md{.sequence_id = seq, .publish_time_ms = now_ms()};
+        if (auto w = ps.encoder.append(op.frame, a, md, m.payload, writer_.options()); !w) {
+            released(1);
+            done(error(w.error() == make_error_code(proto::errc::frame_too_large)
+                           ? make_error_code(errc::message_too_big)
+                           : w.error()));
+            return;
+        }
+        op.callbacks.push_back(std::move(done));
+        enqueue(p, std::move(op));
+        return;
+    }
     if (!batchable) {
         flush_batch(p);
         auto& md = *metadata_;
@@ -297,7 +331,6 @@ void producer_impl::add_to_partition(std::size_t p,
             md.set_deliver_at_time(static_cast<std::int64_t>(to_ms(*m.deliver_at)));
         }
         std::span<const std::byte> payload = m.payload;
-        const auto codec = static_cast<proto::compression>(options_.compression);
         if (codec != proto::compression::none) {
             auto c = proto::compress(codec, m.payload, compress_scratch_);
             if (!c) {
@@ -443,7 +476,20 @@ void producer_impl::flush_batch(std::size_t p) {
         if (n > 1) {
             a.highest_sequence_id = op.highest_sequence_id;
         }
-        if (auto w = writer_.send(op.frame, a, md, payload); !w) {
+        // Without a key or compression the metadata has only the direct encoder's fields.
+        auto w = !ps.batch_key && codec == proto::compression::none
+                     ? ps.encoder.append(
+                           op.frame, a,
+                           proto::send_metadata{
+                               .sequence_id = ps.batch_first_seq,
+                               .publish_time_ms = md.publish_time(),
+                               .num_messages_in_batch = n,
+                               .highest_sequence_id =
+                                   n > 1 ? std::optional<std::uint64_t>(ps.batch_last_seq)
+                                         : std::nullopt},
+                           payload, writer_.options())
+                     : writer_.send(op.frame, a, md, payload);
+        if (!w) {
             failed = w.error() == make_error_code(proto::errc::frame_too_large)
                          ? make_error_code(errc::message_too_big)
                          : w.error();
