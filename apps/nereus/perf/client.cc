@@ -284,8 +284,20 @@ asio::awaitable<void> connection::read_loop() {
     while (!closed_) {
         // Every complete frame in the buffer, then one read.
         for (;;) {
-            auto step =
-                decoder_.decode(std::span<const std::byte>(rbuf_.data() + begin_, end_ - begin_));
+            const std::span<const std::byte> unread(rbuf_.data() + begin_, end_ - begin_);
+            if (scan_messages_) {
+                if (const auto m = proto::scan_message_frame(
+                        unread, decoder_.options().max_frame_size)) {
+                    frame_size_ = m->size;
+                    handler_->on_message_frame(*m);
+                    consume_frame();
+                    if (closed_) {
+                        co_return;
+                    }
+                    continue;
+                }
+            }
+            auto step = decoder_.decode(unread);
             if (!step) {
                 lost(fmt::format("bad frame from broker: {}", step.error().message()));
                 co_return;
@@ -316,6 +328,7 @@ asio::awaitable<void> connection::read_loop() {
             co_return;
         }
         end_ += n;
+        ++reads_;
     }
 }
 
@@ -699,6 +712,7 @@ asio::awaitable<result<void>> consumer::open(const endpoint& service) {
                          conn_.error_text()));
         co_return error(f.error());
     }
+    conn_.scan_messages(true);
     conn_.start(*this);
     if (!config_.defer_flow) {
         start_flow();
@@ -717,8 +731,16 @@ void consumer::start_flow() {
     conn_.flush();
 }
 
+void consumer::read_clocks() {
+    if (clock_read_ != conn_.reads()) {
+        clock_read_ = conn_.reads();
+        now_ns_ = realtime_ns();
+        last_message_ = steady::now();
+    }
+}
+
 void consumer::count_payload(std::span<const std::byte> payload, std::uint64_t publish_ms) {
-    const auto now_ns = realtime_ns();
+    const auto now_ns = now_ns_;
     const auto h = read_payload_header(payload);
     if (config_.own_run_only) {
         if (!h || h->run_id != stats_.run_id) {
@@ -747,23 +769,50 @@ void consumer::count_payload(std::span<const std::byte> payload, std::uint64_t p
 
 void consumer::on_message(const proto::frame_view& f) {
     const auto& m = f.command().message();
+    proto::message_id id;
+    id.ledger_id = m.message_id().ledgerid();
+    id.entry_id = m.message_id().entryid();
+    id.partition = m.message_id().has_partition() ? m.message_id().partition() : -1;
     const auto* md = f.metadata();
-    last_message_ = steady::now();
+    if (f.message_error || md == nullptr) {
+        on_entry(id, nullptr, f.payload);
+        return;
+    }
+    const proto::message_metadata_fields values{md->publish_time(), md->num_messages_in_batch(),
+                                                md->has_num_messages_in_batch(),
+                                                md->compression()};
+    on_entry(id, &values, f.payload);
+}
+
+void consumer::on_message_frame(const proto::message_frame& m) {
+    proto::message_id id;
+    id.ledger_id = m.message.ledger_id;
+    id.entry_id = m.message.entry_id;
+    id.partition = m.message.partition;
+    on_entry(id, &m.metadata, m.payload);
+}
+
+void consumer::on_entry(const proto::message_id& id,
+                        const proto::message_metadata_fields* md,
+                        std::span<const std::byte> payload) {
+    // Latency is measured at the socket read that brought the frame (one clock reading per
+    // read: the messages of one read arrived together).
+    read_clocks();
     if (stats_.consumed == 0) {
         stats_.first_message = last_message_;
     }
     stats_.last_message = last_message_;
     std::uint32_t n = 1;
-    if (f.message_error || md == nullptr) {
+    if (md == nullptr) {
         ++stats_.bad_messages;
     } else {
-        n = md->has_num_messages_in_batch()
-                ? static_cast<std::uint32_t>(std::max(md->num_messages_in_batch(), 1))
+        n = md->has_num_messages_in_batch
+                ? static_cast<std::uint32_t>(std::max(md->num_messages_in_batch, 1))
                 : 1;
-        if (md->compression() != proto::pb::NONE) {
+        if (md->compression != proto::pb::NONE) {
             ++stats_.bad_messages;  // the perf tool never compresses: not opened
-        } else if (md->has_num_messages_in_batch()) {
-            batch_.reset(f.payload, md->num_messages_in_batch());
+        } else if (md->has_num_messages_in_batch) {
+            batch_.reset(payload, md->num_messages_in_batch);
             for (;;) {
                 auto next = batch_.next();
                 if (!next) {
@@ -773,21 +822,17 @@ void consumer::on_message(const proto::frame_view& f) {
                 if (!*next) {
                     break;
                 }
-                count_payload(batch_.payload(), md->publish_time());
+                count_payload(batch_.payload(), md->publish_time);
                 stats_.consumed_bytes += batch_.payload().size();
             }
         } else {
-            count_payload(f.payload, md->publish_time());
-            stats_.consumed_bytes += f.payload.size();
+            count_payload(payload, md->publish_time);
+            stats_.consumed_bytes += payload.size();
         }
     }
     stats_.consumed += n;
 
     // Whole entries are acked: every message of a batch is processed right here.
-    proto::message_id id;
-    id.ledger_id = m.message_id().ledgerid();
-    id.entry_id = m.message_id().entryid();
-    id.partition = m.message_id().has_partition() ? m.message_id().partition() : -1;
     unacked_messages_ += n;
     if (config_.ack == ack_mode::cumulative) {
         cumulative_ = id;

@@ -24,6 +24,7 @@
 #include "nereus/proto/batch_codec.h"
 #include "nereus/proto/commands.h"
 #include "nereus/proto/frame_decoder.h"
+#include "nereus/proto/message_scan.h"
 #include "nereus/proto/send_encoder.h"
 
 #include "apps/nereus/perf/options.h"
@@ -58,6 +59,9 @@ public:
     virtual void on_frame(const proto::frame_view& f) = 0;
     // The connection ended (read error, EOF or a protocol problem) without close().
     virtual void on_lost(const std::string& why) = 0;
+    // With connection::scan_messages(true): a MESSAGE frame read by proto::scan_message_frame
+    // (checksum verified) instead of on_frame(). Views are valid during the call only.
+    virtual void on_message_frame(const proto::message_frame& /*m*/) {}
 };
 
 class connection {
@@ -87,6 +91,12 @@ public:
     [[nodiscard]] proto::command_writer& writer() noexcept { return writer_; }
     [[nodiscard]] std::int32_t protocol_version() const noexcept { return protocol_version_; }
     [[nodiscard]] const std::string& error_text() const noexcept { return error_; }
+    // Consumers: MESSAGE frames of the common shape go to on_message_frame() without protobuf
+    // (any other frame, and any MESSAGE the scanner declines, still goes through the decoder).
+    void scan_messages(bool on) noexcept { scan_messages_ = on; }
+    // Socket reads completed by the read loop so far: frames delivered with the same count
+    // arrived in the same read (a consumer takes one clock reading per read, not per message).
+    [[nodiscard]] std::uint64_t reads() const noexcept { return reads_; }
 
 private:
     asio::awaitable<result<void>> connect_to(const endpoint& ep);
@@ -116,6 +126,8 @@ private:
     std::int32_t protocol_version_ = 0;
     bool closed_ = false;
     bool started_ = false;
+    bool scan_messages_ = false;
+    std::uint64_t reads_ = 0;
     std::string error_;
 };
 
@@ -229,9 +241,16 @@ public:
 
     void on_frame(const proto::frame_view& f) override;
     void on_lost(const std::string& why) override;
+    void on_message_frame(const proto::message_frame& m) override;
 
 private:
     void on_message(const proto::frame_view& f);
+    // One delivered entry, from either decoding path; `md` null: unreadable (counted bad).
+    void on_entry(const proto::message_id& id,
+                  const proto::message_metadata_fields* md,
+                  std::span<const std::byte> payload);
+    // Refreshes the cached clocks once per socket read.
+    void read_clocks();
     void count_payload(std::span<const std::byte> payload, std::uint64_t publish_ms);
     void fail(std::string why);
 
@@ -248,6 +267,8 @@ private:
     std::uint64_t next_ack_request_ = 1;
     std::uint64_t outstanding_acks_ = 0;
     steady::time_point last_message_{};
+    std::uint64_t now_ns_ = 0;  // realtime at the current read (read_clocks())
+    std::uint64_t clock_read_ = ~std::uint64_t{0};
     proto::batch_reader batch_;
 };
 

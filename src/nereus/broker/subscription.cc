@@ -233,7 +233,7 @@ void subscription::elect_active_locked() {
                 pend.owner = nullptr;
             }
         }
-        std::erase_if(pending_, [](const auto& kv) { return kv.second.owner == nullptr; });
+        pending_.erase_if([](const auto& kv) { return kv.second.owner == nullptr; });
         for (auto& p : consumers_) {
             if (p.get() != best) {
                 p->unacked = 0;  // its deliveries were taken back
@@ -395,7 +395,7 @@ void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {
     for (auto& e : entries) {
         // Only an entry at or below the highest pending one can be pending (a read past every
         // delivery, the common case, skips the tree lookup).
-        if (!pending_.empty() && e.pos.entry_id <= pending_.rbegin()->first &&
+        if (!pending_.empty() && e.pos.entry_id <= pending_.back_key() &&
             pending_.contains(e.pos.entry_id)) {
             continue;  // still with a consumer (skipped on a re-read after a rewind)
         }
@@ -503,11 +503,7 @@ consumer* subscription::pick_consumer_locked() {
 }
 
 void subscription::add_pending_locked(std::uint64_t entry, const pending& p) {
-    if (pending_.empty() || entry > pending_.rbegin()->first) {
-        pending_.emplace_hint(pending_.end(), entry, p);  // in-order delivery: no tree search
-    } else {
-        pending_.insert_or_assign(entry, p);
-    }
+    pending_.insert_or_assign(entry, p);  // in-order delivery: an append, no search
     if (p.slot >= 0) {
         auto& h = slots_[p.slot];
         h.holder = p.owner;
@@ -794,7 +790,7 @@ void subscription::ack(const consumer& c,
         const ack_fence current = cursor_->current_fence();
         calls.reserve(ids.size());
         // The pending entry after the last one this ack erased: grouped acks list ids in
-        // delivery order, so the next id is usually there (no tree search).
+        // delivery order, so the next id is usually there (no search).
         auto next = pending_.end();
         for (auto& id : ids) {
             call k;

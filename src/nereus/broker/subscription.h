@@ -30,6 +30,7 @@
 
 #include "nereus/base/result.h"
 #include "nereus/broker/options.h"
+#include "nereus/broker/pending_index.h"
 #include "nereus/broker/topic_backend.h"
 #include "nereus/broker/topic_compaction.h"
 
@@ -39,7 +40,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -256,10 +256,10 @@ private:
     void ks_detach_locked(const consumer& c);
     consumer* ks_select_locked(std::int32_t slot) const;
     void add_pending_locked(std::uint64_t entry, const pending& p);
-    // Delivered-but-unacked entries by entry id. Its nodes come from a pool owned by the
-    // subscription (guarded by mu_ like the map): delivering and acking a message reuses a
-    // freed node instead of a malloc/free pair per message.
-    using pending_map = std::pmr::map<std::uint64_t, pending>;
+    // Delivered-but-unacked entries by entry id: a sorted ring (pending_index.h), so an
+    // in-order delivery appends and an in-order ack pops, without a tree node, rebalancing or
+    // allocation per message.
+    using pending_map = pending_index<pending>;
     pending_map::iterator erase_pending_locked(pending_map::iterator it);
     void deliver_locked(consumer& c, const dispatch_entry& e, std::int32_t slot);
     const std::string name_;
@@ -284,8 +284,7 @@ private:
     std::size_t round_robin_ = 0;                          // guarded by mu_
     std::vector<dispatch_entry> buffer_;                   // read, not yet handed out
     std::size_t buffer_pos_ = 0;                           // guarded by mu_
-    std::pmr::unsynchronized_pool_resource pending_pool_;  // guarded by mu_; outlives pending_
-    pending_map pending_{&pending_pool_};                  // guarded by mu_
+    pending_map pending_;                                  // guarded by mu_
     // Deliveries of the current dispatch round, not yet handed to the sinks (guarded by mu_;
     // flushed before dispatch_locked returns, so consumers outlive their entries here).
     std::vector<std::pair<consumer*, consumer_sink::delivery>> outbox_;

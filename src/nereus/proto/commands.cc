@@ -6,6 +6,7 @@
 #include "nereus/proto/pulsar_api.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace nereus::proto {
@@ -665,7 +666,75 @@ command_writer::written command_writer::flow(frame_buffer& out,
     return write_scratch(out);
 }
 
+namespace {
+
+std::size_t varint_size(std::uint64_t v) {
+    return v < 0x80 ? 1 : static_cast<std::size_t>((std::bit_width(v) + 6) / 7);
+}
+
+// Bytes put_plain_id writes for `id` (< 128).
+std::size_t plain_id_size(const message_id& id) {
+    return 2 + varint_size(id.ledger_id) + varint_size(id.entry_id) +
+           (id.partition != -1
+                ? 1 + varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)))
+                : 0);
+}
+
+}  // namespace
+
 command_writer::written command_writer::ack(frame_buffer& out, const ack_args& a) {
+    // One per group of acked messages (a consumer's hot path): ids of ledger, entry and
+    // partition only, without a validation error, are encoded directly, byte for byte what the
+    // generic path below writes (proto tests compare them).
+    const bool plain_ids = std::all_of(a.ids.begin(), a.ids.end(), [](const message_id& id) {
+        return id.batch_index == -1 && id.ack_set.empty() && id.batch_size <= 0;
+    });
+    if (plain_ids && !a.ids.empty() && !(a.ids.size() > 1 && a.cumulative) &&
+        !a.validation_error &&
+        (a.ids.size() == 1 || peer_supports_multi_message_ack(options_.peer_protocol_version)) &&
+        peer_knows(command_type::ack, options_.peer_protocol_version)) {
+        // CommandAck: consumer_id (1), ack_type (2), message_id (3, repeated), request_id (8).
+        std::uint64_t body = 1 + varint_size(a.consumer_id) + 2;
+        for (const auto& id : a.ids) {
+            body += 2 + plain_id_size(id);
+        }
+        if (a.request_id) {
+            body += 1 + varint_size(*a.request_id);
+        }
+        // BaseCommand: type = ACK (field 1), ack (field 10).
+        const std::uint64_t command_size = 3 + varint_size(body) + body;
+        const std::uint64_t total = size_field_bytes + command_size;
+        if (total + size_field_bytes <= options_.max_frame_size) {
+            const std::size_t old = out.size();
+            out.resize(old + size_field_bytes + static_cast<std::size_t>(total));
+            std::byte* p = out.data() + old;
+            detail::store_be32(p, static_cast<std::uint32_t>(total));
+            detail::store_be32(p + size_field_bytes, static_cast<std::uint32_t>(command_size));
+            p += simple_frame_overhead;
+            *p++ = std::byte{0x08};
+            *p++ = static_cast<std::byte>(command_type::ack);
+            *p++ = std::byte{0x52};
+            p = put_varint(p, body);
+            *p++ = std::byte{0x08};
+            p = put_varint(p, a.consumer_id);
+            *p++ = std::byte{0x10};
+            *p++ = a.cumulative ? std::byte{1} : std::byte{0};
+            for (const auto& id : a.ids) {
+                *p++ = std::byte{0x1a};
+                *p++ = static_cast<std::byte>(plain_id_size(id));
+                p = put_plain_id(p, id);
+            }
+            if (a.request_id) {
+                *p++ = std::byte{0x40};
+                p = put_varint(p, *a.request_id);
+            }
+            return size_field_bytes + static_cast<std::size_t>(total);
+        }
+    }
+    return ack_generic(out, a);
+}
+
+command_writer::written command_writer::ack_generic(frame_buffer& out, const ack_args& a) {
     if (a.ids.empty() || (a.ids.size() > 1 && a.cumulative)) {
         return ::nereus::error(errc::invalid_argument);
     }

@@ -290,7 +290,10 @@ public:
                                std::span<const std::byte> payload);
     [[nodiscard]] written subscribe(frame_buffer& out, const subscribe_args& a);
     [[nodiscard]] written flow(frame_buffer& out, std::uint64_t consumer_id, std::uint32_t permits);
+    // Ids of ledger, entry and partition only (a consumer's acks) are encoded directly.
     [[nodiscard]] written ack(frame_buffer& out, const ack_args& a);
+    // The same frame through the generic protobuf path (tests compare the two).
+    [[nodiscard]] written ack_generic(frame_buffer& out, const ack_args& a);
     [[nodiscard]] written unsubscribe(frame_buffer& out,
                                       std::uint64_t consumer_id,
                                       std::uint64_t request_id);

@@ -1,0 +1,237 @@
+#include "nereus/proto/message_scan.h"
+
+#include "nereus/base/crc32c.h"
+#include "nereus/proto/frame_format.h"
+
+namespace nereus::proto {
+
+using detail::load_be16;
+using detail::load_be32;
+
+namespace {
+
+// A base-128 varint of at most 9 bytes (values < 2^63); false otherwise (truncated, or a 10-byte
+// varint, left to protobuf's own rules).
+inline bool varint9(std::span<const std::byte> b, std::size_t& pos, std::uint64_t& out) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 63; shift += 7) {
+        if (pos >= b.size()) {
+            return false;
+        }
+        const auto c = static_cast<std::uint8_t>(b[pos++]);
+        v |= std::uint64_t(c & 0x7f) << shift;
+        if ((c & 0x80) == 0) {
+            out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+inline bool skip_len(std::span<const std::byte> b, std::size_t& pos) {
+    std::uint64_t n = 0;
+    if (!varint9(b, pos, n) || n > b.size() - pos) {
+        return false;
+    }
+    pos += static_cast<std::size_t>(n);
+    return true;
+}
+
+// protobuf stores an int32 field's varint truncated to its low 32 bits (uint32 likewise).
+inline std::int32_t as_int32(std::uint64_t v) {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+}
+
+// MessageIdData: ledgerId (1), entryId (2), partition (3), batch_index (4), batch_size (6), all
+// varints; ack_set (5), first_chunk_message_id (7) and anything else decline.
+bool scan_message_id(std::span<const std::byte> b, message_fields& m) noexcept {
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        const auto tag = static_cast<std::uint8_t>(b[pos++]);
+        if (tag != 0x08 && tag != 0x10 && tag != 0x18 && tag != 0x20 && tag != 0x30) {
+            return false;
+        }
+        std::uint64_t v = 0;
+        if (!varint9(b, pos, v)) {
+            return false;
+        }
+        switch (tag >> 3) {
+            case 1:
+                m.ledger_id = v;
+                break;
+            case 2:
+                m.entry_id = v;
+                break;
+            case 3:
+                m.partition = as_int32(v);
+                break;
+            case 4:
+                m.batch_index = as_int32(v);
+                break;
+            default:  // batch_size: not read
+                break;
+        }
+    }
+    return true;
+}
+
+// CommandMessage: consumer_id (1), message_id (2, once), redelivery_count (3), consumer_epoch
+// (5, not read); ack_set (4) and anything else decline.
+bool scan_message_body(std::span<const std::byte> b, message_fields& m) noexcept {
+    bool have_id = false;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        const auto tag = static_cast<std::uint8_t>(b[pos++]);
+        std::uint64_t v = 0;
+        if (tag == 0x12) {
+            if (have_id || !varint9(b, pos, v) || v > b.size() - pos) {
+                return false;  // a second message_id would be merged: left to protobuf
+            }
+            if (!scan_message_id(b.subspan(pos, static_cast<std::size_t>(v)), m)) {
+                return false;
+            }
+            pos += static_cast<std::size_t>(v);
+            have_id = true;
+        } else if (tag == 0x08 || tag == 0x18 || tag == 0x28) {
+            if (!varint9(b, pos, v)) {
+                return false;
+            }
+            if (tag == 0x08) {
+                m.consumer_id = v;
+            } else if (tag == 0x18) {
+                m.redelivery_count = static_cast<std::uint32_t>(v);
+            }
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+std::optional<message_fields> scan_message_command(std::span<const std::byte> b) noexcept {
+    bool have_type = false;
+    bool have_body = false;
+    message_fields m;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        const auto tag = static_cast<std::uint8_t>(b[pos++]);
+        if (tag == 0x08 && !have_type) {  // type = MESSAGE (9), one byte
+            if (pos >= b.size() || static_cast<std::uint8_t>(b[pos]) != 9) {
+                return std::nullopt;
+            }
+            ++pos;
+            have_type = true;
+        } else if (tag == 0x4a && !have_body) {  // message (field 9, length-delimited), once
+            std::uint64_t n = 0;
+            if (!varint9(b, pos, n) || n > b.size() - pos ||
+                !scan_message_body(b.subspan(pos, static_cast<std::size_t>(n)), m)) {
+                return std::nullopt;
+            }
+            pos += static_cast<std::size_t>(n);
+            have_body = true;
+        } else {
+            return std::nullopt;  // any other field, or a repeated type / message
+        }
+    }
+    if (!have_type || !have_body) {
+        return std::nullopt;
+    }
+    return m;
+}
+
+std::optional<message_metadata_fields> scan_message_metadata(std::span<const std::byte> b) noexcept {
+    // Field numbers 1..30 by wire type: bit n set = field n (as send_scan.cc's scan_metadata).
+    constexpr std::uint32_t kVarint = (1U << 2) | (1U << 3) | (1U << 8) | (1U << 9) | (1U << 11) |
+                                      (1U << 12) | (1U << 17) | (1U << 19) | (1U << 20) |
+                                      (1U << 22) | (1U << 23) | (1U << 24) | (1U << 25) |
+                                      (1U << 27) | (1U << 28) | (1U << 29) | (1U << 30);
+    constexpr std::uint32_t kBytes = (1U << 1) | (1U << 5) | (1U << 6) | (1U << 7) | (1U << 14) |
+                                     (1U << 15) | (1U << 16) | (1U << 18) | (1U << 26);
+    message_metadata_fields m;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        std::uint64_t tag = 0;
+        const std::size_t tag_at = pos;
+        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
+            return std::nullopt;
+        }
+        const auto field = static_cast<std::uint32_t>(tag >> 3);
+        const auto wire = static_cast<std::uint32_t>(tag & 7);
+        if (wire == 0 && (kVarint >> field & 1U) != 0) {
+            std::uint64_t v = 0;
+            if (!varint9(b, pos, v)) {
+                return std::nullopt;
+            }
+            if (field == 3) {
+                m.publish_time = v;
+            } else if (field == 11) {
+                m.num_messages_in_batch = as_int32(v);
+                m.has_num_messages_in_batch = true;
+            } else if (field == 8) {
+                const auto c = as_int32(v);
+                if (c < 0 || c > 4) {
+                    return std::nullopt;  // not a known CompressionType: an unknown field
+                }
+                m.compression = c;
+            }
+        } else if (wire == 2 && (kBytes >> field & 1U) != 0) {
+            if (!skip_len(b, pos)) {
+                return std::nullopt;
+            }
+        } else {
+            return std::nullopt;  // properties (4), encryption_keys (13), unknown, mismatched
+        }
+    }
+    return m;
+}
+
+std::optional<message_frame> scan_message_frame(std::span<const std::byte> input,
+                                                std::uint32_t max_frame_size) noexcept {
+    if (input.size() < simple_frame_overhead) {
+        return std::nullopt;
+    }
+    const std::uint32_t total_size = load_be32(input.data());
+    const std::uint64_t wire_size = std::uint64_t{total_size} + size_field_bytes;
+    if (wire_size > max_frame_size || total_size < size_field_bytes || input.size() < wire_size) {
+        return std::nullopt;
+    }
+    const auto body = input.subspan(size_field_bytes, total_size);
+    const std::uint32_t command_size = load_be32(body.data());
+    if (command_size == 0 || command_size > total_size - size_field_bytes) {
+        return std::nullopt;
+    }
+    message_frame f;
+    f.size = static_cast<std::size_t>(wire_size);
+    const auto m = scan_message_command(body.subspan(size_field_bytes, command_size));
+    if (!m) {
+        return std::nullopt;
+    }
+    f.message = *m;
+    auto rest = body.subspan(size_field_bytes + command_size);
+    // The 0x0e01 section first (no broker-entry metadata), its CRC32C matching.
+    if (rest.size() < checksum_section_bytes || load_be16(rest.data()) != magic_crc32c) {
+        return std::nullopt;
+    }
+    const std::uint32_t crc = load_be32(rest.data() + magic_bytes);
+    rest = rest.subspan(checksum_section_bytes);
+    if (crc32c::value(rest) != crc || rest.size() < size_field_bytes) {
+        return std::nullopt;
+    }
+    const std::uint32_t metadata_size = load_be32(rest.data());
+    rest = rest.subspan(size_field_bytes);
+    if (metadata_size > rest.size()) {
+        return std::nullopt;
+    }
+    f.metadata_bytes = rest.first(metadata_size);
+    f.payload = rest.subspan(metadata_size);
+    const auto md = scan_message_metadata(f.metadata_bytes);
+    if (!md) {
+        return std::nullopt;
+    }
+    f.metadata = *md;
+    return f;
+}
+
+}  // namespace nereus::proto

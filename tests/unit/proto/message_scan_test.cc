@@ -1,0 +1,436 @@
+// The direct MESSAGE scanner (message_scan.h) against the generic decoder: for arbitrary
+// commands, metadata and whole frames, intact or corrupted, the scanner either declines
+// (nullopt: frame_decoder decides) or accepts bytes the generic decoder decodes cleanly
+// (complete, valid checksum, no message_error) and reports the same values. The frames a broker
+// sends a consumer are accepted (the fast path is taken). And the consumer's direct ACK encoding
+// (command_writer::ack) is byte for byte the generic one.
+
+#include "nereus/proto/message_scan.h"
+
+#include "nereus/proto/commands.h"
+#include "nereus/proto/frame_decoder.h"
+#include "nereus/proto/pulsar_api.h"
+
+#include <gtest/gtest.h>
+
+#include "support/bytes.h"
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+#include <string>
+#include <vector>
+
+namespace nereus::proto {
+namespace {
+
+std::vector<std::byte> to_bytes(const std::string& s) {
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    return {p, p + s.size()};
+}
+
+rc::Gen<std::uint64_t> gen_u64() {
+    return rc::gen::oneOf(
+        rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
+        rc::gen::element<std::uint64_t>(0, 127, 128, 16383, 16384, (std::uint64_t{1} << 63) - 1,
+                                        std::uint64_t{1} << 63, ~std::uint64_t{0}));
+}
+
+// Any of: flip one byte, truncate, insert a random byte, append random bytes.
+std::vector<std::byte> corrupt(std::vector<std::byte> b) {
+    const int how = *rc::gen::inRange(0, 4);
+    const auto at = b.empty() ? 0 : *rc::gen::inRange<std::size_t>(0, b.size());
+    const auto v = static_cast<std::byte>(*rc::gen::arbitrary<std::uint8_t>());
+    switch (how) {
+        case 0:
+            if (!b.empty()) {
+                b[at] ^= static_cast<std::byte>(*rc::gen::inRange(1, 256));
+            }
+            break;
+        case 1:
+            b.resize(at);
+            break;
+        case 2:
+            b.insert(b.begin() + static_cast<std::ptrdiff_t>(at), v);
+            break;
+        default:
+            for (const auto x : *rc::gen::container<std::vector<std::uint8_t>>(
+                     *rc::gen::inRange(1, 12), rc::gen::arbitrary<std::uint8_t>())) {
+                b.push_back(static_cast<std::byte>(x));
+            }
+            break;
+    }
+    return b;
+}
+
+// ---- the command ----
+
+struct command_case {
+    pb::BaseCommand cmd;
+    bool common = true;  // what a broker sends: must be accepted
+};
+
+command_case gen_command() {
+    command_case c;
+    c.cmd.set_type(pb::BaseCommand::MESSAGE);
+    auto* m = c.cmd.mutable_message();
+    const auto big = [&](std::uint64_t v) {
+        if (v >= (std::uint64_t{1} << 63)) {
+            c.common = false;
+        }
+        return v;
+    };
+    m->set_consumer_id(big(*gen_u64()));
+    auto* id = m->mutable_message_id();
+    id->set_ledgerid(big(*gen_u64()));
+    id->set_entryid(big(*gen_u64()));
+    if (*rc::gen::arbitrary<bool>()) {
+        const auto p = *rc::gen::oneOf(rc::gen::inRange(-1, 100), rc::gen::arbitrary<int>());
+        id->set_partition(p);
+        c.common = c.common && p >= 0;  // a negative int32 is a 10-byte varint
+    }
+    if (*rc::gen::inRange(0, 4) == 0) {
+        const auto b = *rc::gen::inRange(0, 1000);
+        id->set_batch_index(b);
+        id->set_batch_size(b + 1);
+    }
+    if (*rc::gen::arbitrary<bool>()) {
+        m->set_redelivery_count(*rc::gen::arbitrary<std::uint32_t>());
+    }
+    if (*rc::gen::inRange(0, 4) == 0) {
+        m->set_consumer_epoch(*rc::gen::inRange<std::uint64_t>(0, 1000));
+    }
+    if (*rc::gen::inRange(0, 6) == 0) {
+        m->add_ack_set(*rc::gen::arbitrary<std::int64_t>());
+        c.common = false;
+    }
+    if (*rc::gen::inRange(0, 8) == 0) {
+        id->add_ack_set(1);
+        c.common = false;
+    }
+    return c;
+}
+
+std::optional<message_fields> generic_command(const std::vector<std::byte>& b) {
+    pb::BaseCommand cmd;
+    if (!cmd.ParsePartialFromArray(b.data(), static_cast<int>(b.size())) || !cmd.has_type() ||
+        cmd.type() != pb::BaseCommand::MESSAGE || !cmd.has_message()) {
+        return std::nullopt;
+    }
+    const auto& m = cmd.message();
+    return message_fields{.consumer_id = m.consumer_id(),
+                          .ledger_id = m.message_id().ledgerid(),
+                          .entry_id = m.message_id().entryid(),
+                          .partition = m.message_id().partition(),
+                          .batch_index = m.message_id().batch_index(),
+                          .redelivery_count = m.redelivery_count()};
+}
+
+void assert_same(const message_fields& a, const message_fields& b) {
+    RC_ASSERT(a.consumer_id == b.consumer_id);
+    RC_ASSERT(a.ledger_id == b.ledger_id);
+    RC_ASSERT(a.entry_id == b.entry_id);
+    RC_ASSERT(a.partition == b.partition);
+    RC_ASSERT(a.batch_index == b.batch_index);
+    RC_ASSERT(a.redelivery_count == b.redelivery_count);
+}
+
+RC_GTEST_PROP(MessageScan, CommandMatchesGenericParse, ()) {
+    const auto c = gen_command();
+    const auto bytes = to_bytes(c.cmd.SerializePartialAsString());
+    const auto fast = scan_message_command(bytes);
+    const auto slow = generic_command(bytes);
+    RC_ASSERT(slow.has_value());
+    if (c.common) {
+        RC_ASSERT(fast.has_value());
+    }
+    if (fast) {
+        assert_same(*fast, *slow);
+    }
+}
+
+RC_GTEST_PROP(MessageScan, CorruptCommandNeverAcceptedWhereGenericRejects, ()) {
+    const auto c = gen_command();
+    const auto bytes = corrupt(to_bytes(c.cmd.SerializePartialAsString()));
+    if (const auto fast = scan_message_command(bytes)) {
+        const auto slow = generic_command(bytes);
+        RC_ASSERT(slow.has_value());
+        assert_same(*fast, *slow);
+    }
+}
+
+// ---- the metadata ----
+
+struct metadata_case {
+    pb::MessageMetadata md;
+    bool common = true;
+};
+
+metadata_case gen_metadata() {
+    metadata_case c;
+    auto& md = c.md;
+    md.set_producer_name(*rc::gen::arbitrary<std::string>());
+    md.set_sequence_id(*rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 62));
+    md.set_publish_time(*rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 62));
+    if (*rc::gen::arbitrary<bool>()) {
+        const auto n =
+            *rc::gen::oneOf(rc::gen::inRange(0, 2000), rc::gen::arbitrary<std::int32_t>());
+        md.set_num_messages_in_batch(n);
+        c.common = c.common && n >= 0;
+    }
+    if (*rc::gen::arbitrary<bool>()) {
+        md.set_partition_key(*rc::gen::arbitrary<std::string>());
+    }
+    if (*rc::gen::arbitrary<bool>()) {
+        md.set_uncompressed_size(*rc::gen::arbitrary<std::uint32_t>());
+        md.set_compression(*rc::gen::element(pb::NONE, pb::LZ4, pb::ZLIB, pb::ZSTD, pb::SNAPPY));
+    }
+    if (*rc::gen::arbitrary<bool>()) {
+        md.set_event_time(*rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 62));
+        md.set_ordering_key(*rc::gen::arbitrary<std::string>());
+        md.set_chunk_id(*rc::gen::inRange(0, 100));
+    }
+    if (*rc::gen::inRange(0, 6) == 0) {
+        auto* kv = md.add_properties();
+        kv->set_key(*rc::gen::arbitrary<std::string>());
+        kv->set_value(*rc::gen::arbitrary<std::string>());
+        c.common = false;
+    }
+    return c;
+}
+
+std::optional<message_metadata_fields> generic_metadata(const std::vector<std::byte>& b) {
+    pb::MessageMetadata md;
+    if (!md.ParsePartialFromArray(b.data(), static_cast<int>(b.size()))) {
+        return std::nullopt;
+    }
+    return message_metadata_fields{md.publish_time(), md.num_messages_in_batch(),
+                                   md.has_num_messages_in_batch(), md.compression()};
+}
+
+void assert_same(const message_metadata_fields& a, const message_metadata_fields& b) {
+    RC_ASSERT(a.publish_time == b.publish_time);
+    RC_ASSERT(a.num_messages_in_batch == b.num_messages_in_batch);
+    RC_ASSERT(a.has_num_messages_in_batch == b.has_num_messages_in_batch);
+    RC_ASSERT(a.compression == b.compression);
+}
+
+RC_GTEST_PROP(MessageScan, MetadataMatchesGenericParse, ()) {
+    const auto c = gen_metadata();
+    const auto bytes = to_bytes(c.md.SerializePartialAsString());
+    const auto fast = scan_message_metadata(bytes);
+    const auto slow = generic_metadata(bytes);
+    RC_ASSERT(slow.has_value());
+    if (c.common) {
+        RC_ASSERT(fast.has_value());
+    }
+    if (fast) {
+        assert_same(*fast, *slow);
+    }
+}
+
+RC_GTEST_PROP(MessageScan, CorruptMetadataNeverAcceptedWhereGenericRejects, ()) {
+    const auto c = gen_metadata();
+    const auto bytes = corrupt(to_bytes(c.md.SerializePartialAsString()));
+    if (const auto fast = scan_message_metadata(bytes)) {
+        const auto slow = generic_metadata(bytes);
+        RC_ASSERT(slow.has_value());
+        assert_same(*fast, *slow);
+    }
+}
+
+// A whole MESSAGE frame as the broker writes it (command_writer::message over a stored entry),
+// for any ids, peer version (checksum kept, added or stripped) and ack set, intact, with one
+// byte flipped anywhere, or cut short.
+RC_GTEST_PROP(MessageScan, FrameScanAgreesWithGenericDecoder, ()) {
+    const auto mc = gen_metadata();
+    const auto payload = *rc::gen::arbitrary<std::string>();
+    const bool producer_crc = *rc::gen::arbitrary<bool>();
+    command_writer producer;
+    producer.set_peer_protocol_version(producer_crc ? 20 : 5);
+    frame_buffer send;
+    RC_ASSERT(producer.send(send, {.producer_id = 1, .sequence_id = 2}, mc.md,
+                            test::bytes_of(payload))
+                  .has_value());
+    frame_decoder d;
+    auto r = d.decode(send);
+    RC_ASSERT(r && r->complete);
+    const std::vector<std::byte> stored(r->frame.headers_and_payload.begin(),
+                                        r->frame.headers_and_payload.end());
+    command_writer w;
+    const int version = *rc::gen::element(5, 10, 11, 20);
+    w.set_peer_protocol_version(version);
+    message_id id;
+    id.ledger_id = *gen_u64();
+    id.entry_id = *gen_u64();
+    id.partition = *rc::gen::oneOf(rc::gen::just(-1), rc::gen::inRange(0, 200));
+    const auto consumer = *gen_u64();
+    const auto redelivery = *rc::gen::arbitrary<std::uint32_t>();
+    const bool with_ack_set = *rc::gen::inRange(0, 6) == 0;
+    const std::int64_t words[] = {0x5a5a};
+    frame_buffer out;
+    RC_ASSERT(w.message(out, consumer, id, redelivery,
+                        with_ack_set ? std::span<const std::int64_t>(words)
+                                     : std::span<const std::int64_t>(),
+                        stored)
+                  .has_value());
+    std::vector<std::byte> frame(out.begin(), out.end());
+    const int damage = *rc::gen::inRange(0, 4);  // 0: flip a byte, 1: cut short, else intact
+    if (damage == 0) {
+        const auto at = *rc::gen::inRange<std::size_t>(0, frame.size());
+        frame[at] ^= static_cast<std::byte>(*rc::gen::inRange(1, 256));
+    } else if (damage == 1) {
+        frame.resize(*rc::gen::inRange<std::size_t>(0, frame.size()));
+    }
+    const auto fast = scan_message_frame(frame, default_max_frame_size);
+    const auto slow = d.decode(frame);
+    const bool broker_shape = damage > 1 && !with_ack_set && mc.common &&
+                              consumer < (std::uint64_t{1} << 63) &&
+                              id.ledger_id < (std::uint64_t{1} << 63) &&
+                              id.entry_id < (std::uint64_t{1} << 63);
+    if (broker_shape && version >= 20) {
+        RC_ASSERT(fast.has_value());  // a checksummed MESSAGE a broker sends: the fast path
+    }
+    if (!fast) {
+        return;
+    }
+    RC_ASSERT(slow.has_value() && slow->complete);
+    const auto& f = slow->frame;
+    RC_ASSERT(!f.message_error);
+    RC_ASSERT(f.checksum == checksum_state::valid);
+    RC_ASSERT(f.type() == command_type::message);
+    RC_ASSERT(fast->size == f.size);
+    RC_ASSERT(fast->payload.data() == f.payload.data());
+    RC_ASSERT(fast->payload.size() == f.payload.size());
+    RC_ASSERT(fast->metadata_bytes.data() == f.metadata_bytes.data());
+    RC_ASSERT(fast->metadata_bytes.size() == f.metadata_bytes.size());
+    const auto& m = f.command().message();
+    assert_same(fast->message,
+                message_fields{.consumer_id = m.consumer_id(),
+                               .ledger_id = m.message_id().ledgerid(),
+                               .entry_id = m.message_id().entryid(),
+                               .partition = m.message_id().partition(),
+                               .batch_index = m.message_id().batch_index(),
+                               .redelivery_count = m.redelivery_count()});
+    RC_ASSERT(f.metadata() != nullptr);
+    assert_same(fast->metadata, message_metadata_fields{f.metadata()->publish_time(),
+                                                        f.metadata()->num_messages_in_batch(),
+                                                        f.metadata()->has_num_messages_in_batch(),
+                                                        f.metadata()->compression()});
+    if (damage == 1) {
+        RC_FAIL("a cut-short frame was accepted");
+    }
+}
+
+TEST(MessageScan, DeclinesWhatItDoesNotRead) {
+    pb::MessageMetadata md;
+    md.set_producer_name("p");
+    md.set_sequence_id(1);
+    md.set_publish_time(2);
+    command_writer producer;
+    frame_buffer send;
+    ASSERT_TRUE(producer.send(send, {.producer_id = 1, .sequence_id = 1}, md,
+                              test::bytes_of(std::string("hello"))));
+    // A SEND is not a MESSAGE.
+    EXPECT_FALSE(scan_message_frame(send, default_max_frame_size));
+    frame_decoder d;
+    auto r = d.decode(send);
+    ASSERT_TRUE(r && r->complete);
+    const std::vector<std::byte> stored(r->frame.headers_and_payload.begin(),
+                                        r->frame.headers_and_payload.end());
+    command_writer w;
+    frame_buffer out;
+    ASSERT_TRUE(w.message(out, 3, {.ledger_id = 4, .entry_id = 5}, 0, {}, stored));
+    const auto ok = scan_message_frame(out, default_max_frame_size);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->size, out.size());
+    EXPECT_EQ(ok->message.consumer_id, 3U);
+    EXPECT_EQ(ok->message.ledger_id, 4U);
+    EXPECT_EQ(ok->message.entry_id, 5U);
+    EXPECT_EQ(ok->message.partition, -1);
+    EXPECT_EQ(ok->metadata.publish_time, 2U);
+    EXPECT_EQ(test::string_of(ok->payload), "hello");
+    // Over the frame size limit, incomplete, or a wrong checksum: declined.
+    EXPECT_FALSE(scan_message_frame(out, static_cast<std::uint32_t>(out.size() - 1)));
+    EXPECT_FALSE(scan_message_frame(std::span<const std::byte>(out.data(), out.size() - 1),
+                                    default_max_frame_size));
+    std::vector<std::byte> bad(out.begin(), out.end());
+    bad.back() ^= std::byte{1};
+    EXPECT_FALSE(scan_message_frame(bad, default_max_frame_size));
+    auto slow = d.decode(bad);
+    ASSERT_TRUE(slow && slow->complete);
+    EXPECT_TRUE(slow->frame.message_error);  // the generic path reports the mismatch
+}
+
+// ---- the consumer's ACK (command_writer::ack's direct encoding) ----
+
+// For any ids (plain, or with batch fields that take the generic path), ack type, request id,
+// validation error and peer version, appended after existing bytes: ack() writes byte for byte
+// what ack_generic() writes, or fails the same way; and the frame decodes to what was asked.
+RC_GTEST_PROP(MessageScan, DirectAckIsByteIdenticalToGeneric, ()) {
+    const auto n = *rc::gen::oneOf(rc::gen::inRange<std::size_t>(0, 4),
+                                   rc::gen::inRange<std::size_t>(0, 1200));
+    std::vector<message_id> ids(n);
+    const std::int64_t words[] = {3};
+    for (auto& id : ids) {
+        id.ledger_id = *gen_u64();
+        id.entry_id = *gen_u64();
+        id.partition = *rc::gen::oneOf(rc::gen::just(-1), rc::gen::inRange(-3, 200),
+                                       rc::gen::arbitrary<std::int32_t>());
+        if (*rc::gen::inRange(0, 20) == 0) {
+            id.batch_index = *rc::gen::inRange(0, 10);
+            id.batch_size = *rc::gen::inRange(0, 12);
+        }
+        if (*rc::gen::inRange(0, 40) == 0) {
+            id.ack_set = words;
+        }
+    }
+    ack_args a;
+    a.consumer_id = *gen_u64();
+    a.cumulative = *rc::gen::inRange(0, 4) == 0;
+    a.ids = ids;
+    if (*rc::gen::arbitrary<bool>()) {
+        a.request_id = *gen_u64();
+    }
+    if (*rc::gen::inRange(0, 10) == 0) {
+        a.validation_error = *rc::gen::inRange(-1, 6);
+    }
+    command_writer w;
+    w.set_peer_protocol_version(*rc::gen::element(1, 11, 12, 16, 17, 20));
+    if (*rc::gen::inRange(0, 10) == 0) {
+        w.options().max_frame_size = *rc::gen::inRange<std::uint32_t>(8, 4000);
+    }
+    const auto prefix = *rc::gen::inRange<std::size_t>(0, 40);
+    frame_buffer direct(prefix, std::byte{0x5a});
+    frame_buffer generic(prefix, std::byte{0x5a});
+    const auto x = w.ack(direct, a);
+    const auto y = w.ack_generic(generic, a);
+    RC_ASSERT(x.has_value() == y.has_value());
+    if (!x) {
+        RC_ASSERT(x.error() == y.error());
+        return;
+    }
+    RC_ASSERT(*x == *y);
+    RC_ASSERT(std::vector<std::byte>(direct.begin(), direct.end()) ==
+              std::vector<std::byte>(generic.begin(), generic.end()));
+    frame_decoder d;
+    const auto r =
+        d.decode(std::span<const std::byte>(direct.data() + prefix, direct.size() - prefix));
+    RC_ASSERT(r && r->complete);
+    RC_ASSERT(r->frame.type() == command_type::ack);
+    const auto& c = r->frame.command().ack();
+    RC_ASSERT(c.consumer_id() == a.consumer_id);
+    RC_ASSERT(c.ack_type() ==
+              (a.cumulative ? pb::CommandAck::Cumulative : pb::CommandAck::Individual));
+    RC_ASSERT(static_cast<std::size_t>(c.message_id_size()) == ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        RC_ASSERT(c.message_id(static_cast<int>(i)).ledgerid() == ids[i].ledger_id);
+        RC_ASSERT(c.message_id(static_cast<int>(i)).entryid() == ids[i].entry_id);
+        RC_ASSERT(c.message_id(static_cast<int>(i)).partition() == ids[i].partition);
+    }
+    RC_ASSERT(c.has_request_id() == a.request_id.has_value());
+    if (a.request_id) {
+        RC_ASSERT(c.request_id() == *a.request_id);
+    }
+}
+
+}  // namespace
+}  // namespace nereus::proto
