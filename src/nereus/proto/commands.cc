@@ -1,6 +1,7 @@
 #include "nereus/proto/commands.h"
 
 #include "nereus/base/crc32c.h"
+#include "nereus/proto/detail/wire.h"
 #include "nereus/proto/errc.h"
 #include "nereus/proto/protocol_version.h"
 #include "nereus/proto/pulsar_api.h"
@@ -11,19 +12,11 @@
 
 namespace nereus::proto {
 
+using detail::max_varint_bytes;
+using detail::put_varint;
+using detail::varint_size;
+
 namespace {
-
-constexpr std::size_t max_varint_bytes = 10;
-
-// Protobuf base-128 varint; returns the position after it.
-std::byte* put_varint(std::byte* p, std::uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = static_cast<std::byte>((v & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    *p++ = static_cast<std::byte>(v);
-    return p;
-}
 
 // The largest MessageIdData put_plain_id writes.
 constexpr std::size_t max_plain_id_bytes = 3 * (1 + max_varint_bytes);
@@ -668,16 +661,12 @@ command_writer::written command_writer::flow(frame_buffer& out,
 
 namespace {
 
-std::size_t varint_size(std::uint64_t v) {
-    return v < 0x80 ? 1 : static_cast<std::size_t>((std::bit_width(v) + 6) / 7);
-}
-
 // Bytes put_plain_id writes for `id` (< 128).
 std::size_t plain_id_size(const message_id& id) {
     return 2 + varint_size(id.ledger_id) + varint_size(id.entry_id) +
-           (id.partition != -1
-                ? 1 + varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(id.partition)))
-                : 0);
+           (id.partition != -1 ? 1 + varint_size(static_cast<std::uint64_t>(
+                                         static_cast<std::int64_t>(id.partition)))
+                               : 0);
 }
 
 }  // namespace
@@ -689,8 +678,7 @@ command_writer::written command_writer::ack(frame_buffer& out, const ack_args& a
     const bool plain_ids = std::all_of(a.ids.begin(), a.ids.end(), [](const message_id& id) {
         return id.batch_index == -1 && id.ack_set.empty() && id.batch_size <= 0;
     });
-    if (plain_ids && !a.ids.empty() && !(a.ids.size() > 1 && a.cumulative) &&
-        !a.validation_error &&
+    if (plain_ids && !a.ids.empty() && !(a.ids.size() > 1 && a.cumulative) && !a.validation_error &&
         (a.ids.size() == 1 || peer_supports_multi_message_ack(options_.peer_protocol_version)) &&
         peer_knows(command_type::ack, options_.peer_protocol_version)) {
         // CommandAck: consumer_id (1), ack_type (2), message_id (3, repeated), request_id (8).

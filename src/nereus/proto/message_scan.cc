@@ -1,46 +1,18 @@
 #include "nereus/proto/message_scan.h"
 
 #include "nereus/base/crc32c.h"
+#include "nereus/proto/detail/wire.h"
 #include "nereus/proto/frame_format.h"
 
 namespace nereus::proto {
 
+using detail::as_int32;
 using detail::load_be16;
 using detail::load_be32;
+using detail::skip_len;
+using detail::varint9;
 
 namespace {
-
-// A base-128 varint of at most 9 bytes (values < 2^63); false otherwise (truncated, or a 10-byte
-// varint, left to protobuf's own rules).
-inline bool varint9(std::span<const std::byte> b, std::size_t& pos, std::uint64_t& out) {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 63; shift += 7) {
-        if (pos >= b.size()) {
-            return false;
-        }
-        const auto c = static_cast<std::uint8_t>(b[pos++]);
-        v |= std::uint64_t(c & 0x7f) << shift;
-        if ((c & 0x80) == 0) {
-            out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-inline bool skip_len(std::span<const std::byte> b, std::size_t& pos) {
-    std::uint64_t n = 0;
-    if (!varint9(b, pos, n) || n > b.size() - pos) {
-        return false;
-    }
-    pos += static_cast<std::size_t>(n);
-    return true;
-}
-
-// protobuf stores an int32 field's varint truncated to its low 32 bits (uint32 likewise).
-inline std::int32_t as_int32(std::uint64_t v) {
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
-}
 
 // MessageIdData: ledgerId (1), entryId (2), partition (3), batch_index (4), batch_size (6), all
 // varints; ack_set (5), first_chunk_message_id (7) and anything else decline.
@@ -141,14 +113,10 @@ std::optional<message_fields> scan_message_command(std::span<const std::byte> b)
     return m;
 }
 
-std::optional<message_metadata_fields> scan_message_metadata(std::span<const std::byte> b) noexcept {
-    // Field numbers 1..30 by wire type: bit n set = field n (as send_scan.cc's scan_metadata).
-    constexpr std::uint32_t kVarint = (1U << 2) | (1U << 3) | (1U << 8) | (1U << 9) | (1U << 11) |
-                                      (1U << 12) | (1U << 17) | (1U << 19) | (1U << 20) |
-                                      (1U << 22) | (1U << 23) | (1U << 24) | (1U << 25) |
-                                      (1U << 27) | (1U << 28) | (1U << 29) | (1U << 30);
-    constexpr std::uint32_t kBytes = (1U << 1) | (1U << 5) | (1U << 6) | (1U << 7) | (1U << 14) |
-                                     (1U << 15) | (1U << 16) | (1U << 18) | (1U << 26);
+std::optional<message_metadata_fields> scan_message_metadata(
+    std::span<const std::byte> b) noexcept {
+    constexpr std::uint32_t kVarint = detail::metadata_varint_fields;
+    constexpr std::uint32_t kBytes = detail::metadata_bytes_fields;
     message_metadata_fields m;
     std::size_t pos = 0;
     while (pos < b.size()) {

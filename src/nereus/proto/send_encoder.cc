@@ -1,6 +1,7 @@
 #include "nereus/proto/send_encoder.h"
 
 #include "nereus/base/crc32c.h"
+#include "nereus/proto/detail/wire.h"
 #include "nereus/proto/errc.h"
 #include "nereus/proto/frame_format.h"
 #include "nereus/proto/protocol_version.h"
@@ -9,35 +10,10 @@
 
 namespace nereus::proto {
 
-namespace {
-
-constexpr std::size_t max_varint_bytes = 10;
-
-std::size_t varint_size(std::uint64_t v) noexcept {
-    std::size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        ++n;
-    }
-    return n;
-}
-
-// Protobuf base-128 varint; returns the position after it.
-std::byte* put_varint(std::byte* p, std::uint64_t v) noexcept {
-    while (v >= 0x80) {
-        *p++ = static_cast<std::byte>((v & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    *p++ = static_cast<std::byte>(v);
-    return p;
-}
-
-// An int32 field on the wire: negative values are sign-extended to 64 bits (10 bytes).
-std::uint64_t int32_wire(std::int32_t v) noexcept {
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
-}
-
-}  // namespace
+using detail::int32_wire;
+using detail::max_varint_bytes;
+using detail::put_varint;
+using detail::varint_size;
 
 void send_encoder::set_producer_name(std::string_view producer_name) {
     name_field_.resize(1 + varint_size(producer_name.size()) + producer_name.size());

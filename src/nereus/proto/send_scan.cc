@@ -1,40 +1,14 @@
 #include "nereus/proto/send_scan.h"
 
+#include "nereus/proto/detail/wire.h"
+
 namespace nereus::proto {
+
+using detail::as_int32;
+using detail::skip_len;
+using detail::varint9;
+
 namespace {
-
-// A base-128 varint of at most 9 bytes (values < 2^63); false otherwise (truncated, or a 10-byte
-// varint, left to protobuf's own rules).
-inline bool varint9(std::span<const std::byte> b, std::size_t& pos, std::uint64_t& out) {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 63; shift += 7) {
-        if (pos >= b.size()) {
-            return false;
-        }
-        const auto c = static_cast<std::uint8_t>(b[pos++]);
-        v |= std::uint64_t(c & 0x7f) << shift;
-        if ((c & 0x80) == 0) {
-            out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-// Skips a length-delimited field's body; false when its length runs past the end.
-inline bool skip_len(std::span<const std::byte> b, std::size_t& pos) {
-    std::uint64_t n = 0;
-    if (!varint9(b, pos, n) || n > b.size() - pos) {
-        return false;
-    }
-    pos += static_cast<std::size_t>(n);
-    return true;
-}
-
-// protobuf stores an int32 field's varint truncated to its low 32 bits.
-inline std::int32_t as_int32(std::uint64_t v) {
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
-}
 
 std::optional<send_fields> scan_send_body(std::span<const std::byte> b) noexcept {
     send_fields s;
@@ -200,13 +174,8 @@ std::optional<send_fields> scan_send_command(std::span<const std::byte> b) noexc
 }
 
 std::optional<metadata_fields> scan_metadata(std::span<const std::byte> b) noexcept {
-    // Field numbers 1..30 by wire type: bit n set = field n.
-    constexpr std::uint32_t kVarint = (1U << 2) | (1U << 3) | (1U << 8) | (1U << 9) | (1U << 11) |
-                                      (1U << 12) | (1U << 17) | (1U << 19) | (1U << 20) |
-                                      (1U << 22) | (1U << 23) | (1U << 24) | (1U << 25) |
-                                      (1U << 27) | (1U << 28) | (1U << 29) | (1U << 30);
-    constexpr std::uint32_t kBytes = (1U << 1) | (1U << 5) | (1U << 6) | (1U << 7) | (1U << 14) |
-                                     (1U << 15) | (1U << 16) | (1U << 18) | (1U << 26);
+    constexpr std::uint32_t kVarint = detail::metadata_varint_fields;
+    constexpr std::uint32_t kBytes = detail::metadata_bytes_fields;
     metadata_fields m;
     std::size_t pos = 0;
     while (pos < b.size()) {
