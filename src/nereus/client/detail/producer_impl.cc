@@ -276,71 +276,48 @@ void producer_impl::add_to_partition(std::size_t p,
     const auto now = steady::now();
     const bool batchable = options_.batching && !m.deliver_at;
     const auto codec = static_cast<proto::compression>(options_.compression);
-    if (!batchable && !m.key && !m.ordering_key && m.properties.empty() && !m.event_time &&
-        !m.deliver_at && codec == proto::compression::none) {
-        // A plain message: its SEND encoded directly (byte for byte the protobuf path's frame).
-        flush_batch(p);
-        if (ps.conn && m.payload.size() > ps.conn->max_message_size()) {
-            released(1);
-            done(error(errc::message_too_big));
-            return;
-        }
-        send_op op;
-        op.sequence_id = seq;
-        op.highest_sequence_id = seq;
-        op.num_messages = 1;
-        op.deadline = send_deadline(now);
-        proto::send_args a;
-        a.producer_id = ps.producer_id;
-        a.sequence_id = seq;
-        a.num_messages = 1;
-        const proto::send_metadata md{.sequence_id = seq, .publish_time_ms = now_ms()};
-        if (auto w = ps.encoder.append(op.frame, a, md, m.payload, writer_.options()); !w) {
-            released(1);
-            done(error(w.error() == make_error_code(proto::errc::frame_too_large)
-                           ? make_error_code(errc::message_too_big)
-                           : w.error()));
-            return;
-        }
-        op.callbacks.push_back(std::move(done));
-        enqueue(p, std::move(op));
-        return;
-    }
     if (!batchable) {
         flush_batch(p);
+        // A plain message (no key, properties, times, delay or compression) has its SEND encoded
+        // directly, byte for byte the protobuf path's frame.
+        const bool plain = !m.key && !m.ordering_key && m.properties.empty() && !m.event_time &&
+                           !m.deliver_at && codec == proto::compression::none;
+        const std::uint64_t publish_ms = now_ms();
         auto& md = *metadata_;
-        md.Clear();
-        md.set_producer_name(ps.name);
-        md.set_sequence_id(seq);
-        md.set_publish_time(now_ms());
-        if (m.key) {
-            md.set_partition_key(*m.key);
-        }
-        if (m.ordering_key) {
-            md.set_ordering_key(*m.ordering_key);
-        }
-        for (const auto& [k, v] : m.properties) {
-            auto* kv = md.add_properties();
-            kv->set_key(k);
-            kv->set_value(v);
-        }
-        if (m.event_time) {
-            md.set_event_time(to_ms(*m.event_time));
-        }
-        if (m.deliver_at) {
-            md.set_deliver_at_time(static_cast<std::int64_t>(to_ms(*m.deliver_at)));
-        }
         std::span<const std::byte> payload = m.payload;
-        if (codec != proto::compression::none) {
-            auto c = proto::compress(codec, m.payload, compress_scratch_);
-            if (!c) {
-                released(1);
-                done(error(c.error()));
-                return;
+        if (!plain) {
+            md.Clear();
+            md.set_producer_name(ps.name);
+            md.set_sequence_id(seq);
+            md.set_publish_time(publish_ms);
+            if (m.key) {
+                md.set_partition_key(*m.key);
             }
-            payload = *c;
-            md.set_compression(static_cast<proto::pb::CompressionType>(options_.compression));
-            md.set_uncompressed_size(static_cast<std::uint32_t>(m.payload.size()));
+            if (m.ordering_key) {
+                md.set_ordering_key(*m.ordering_key);
+            }
+            for (const auto& [k, v] : m.properties) {
+                auto* kv = md.add_properties();
+                kv->set_key(k);
+                kv->set_value(v);
+            }
+            if (m.event_time) {
+                md.set_event_time(to_ms(*m.event_time));
+            }
+            if (m.deliver_at) {
+                md.set_deliver_at_time(static_cast<std::int64_t>(to_ms(*m.deliver_at)));
+            }
+            if (codec != proto::compression::none) {
+                auto c = proto::compress(codec, m.payload, compress_scratch_);
+                if (!c) {
+                    released(1);
+                    done(error(c.error()));
+                    return;
+                }
+                payload = *c;
+                md.set_compression(static_cast<proto::pb::CompressionType>(options_.compression));
+                md.set_uncompressed_size(static_cast<std::uint32_t>(m.payload.size()));
+            }
         }
         // As Pulsar's clients: a payload (after compression) over the broker's max message size
         // is refused here, before the broker would refuse it.
@@ -358,7 +335,12 @@ void producer_impl::add_to_partition(std::size_t p,
         a.producer_id = ps.producer_id;
         a.sequence_id = seq;
         a.num_messages = 1;
-        if (auto w = writer_.send(op.frame, a, md, payload); !w) {
+        auto w = plain ? ps.encoder.append(op.frame, a,
+                                           proto::send_metadata{.sequence_id = seq,
+                                                                .publish_time_ms = publish_ms},
+                                           payload, writer_.options())
+                       : writer_.send(op.frame, a, md, payload);
+        if (!w) {
             released(1);
             done(error(w.error() == make_error_code(proto::errc::frame_too_large)
                            ? make_error_code(errc::message_too_big)
@@ -477,18 +459,18 @@ void producer_impl::flush_batch(std::size_t p) {
             a.highest_sequence_id = op.highest_sequence_id;
         }
         // Without a key or compression the metadata has only the direct encoder's fields.
-        auto w = !ps.batch_key && codec == proto::compression::none
-                     ? ps.encoder.append(
-                           op.frame, a,
-                           proto::send_metadata{
-                               .sequence_id = ps.batch_first_seq,
-                               .publish_time_ms = md.publish_time(),
-                               .num_messages_in_batch = n,
-                               .highest_sequence_id =
-                                   n > 1 ? std::optional<std::uint64_t>(ps.batch_last_seq)
-                                         : std::nullopt},
-                           payload, writer_.options())
-                     : writer_.send(op.frame, a, md, payload);
+        auto w =
+            !ps.batch_key && codec == proto::compression::none
+                ? ps.encoder.append(op.frame, a,
+                                    proto::send_metadata{
+                                        .sequence_id = ps.batch_first_seq,
+                                        .publish_time_ms = md.publish_time(),
+                                        .num_messages_in_batch = n,
+                                        .highest_sequence_id =
+                                            n > 1 ? std::optional<std::uint64_t>(ps.batch_last_seq)
+                                                  : std::nullopt},
+                                    payload, writer_.options())
+                : writer_.send(op.frame, a, md, payload);
         if (!w) {
             failed = w.error() == make_error_code(proto::errc::frame_too_large)
                          ? make_error_code(errc::message_too_big)
