@@ -17,35 +17,12 @@
 // Thread-safety: thread-local; defer() registers with the calling thread's innermost scope.
 // Durability: none of its own.
 
-#include <cstddef>
-#include <memory>
+#include "nereus/base/deferred_scope.h"
 
 namespace nereus {
 
-class flush_batch {
-public:
-    using flush_fn = void (*)(void* target);
-
-    // Becomes the calling thread's current scope (scopes nest).
-    flush_batch() noexcept;
-    // Leaves the thread's scope stack first, then runs every registered function in
-    // registration order (a function that defers again registers with the enclosing scope, or
-    // is told there is none).
-    ~flush_batch();
-    flush_batch(const flush_batch&) = delete;
-    flush_batch& operator=(const flush_batch&) = delete;
-    flush_batch(flush_batch&&) = delete;
-    flush_batch& operator=(flush_batch&&) = delete;
-
-    // In a scope on this thread: fn(target.get()) runs at the scope's end; returns true.
-    // Outside any scope: returns false and registers nothing (the caller does the work now).
-    static bool defer(std::shared_ptr<void> target, flush_fn fn);
-    // Whether the calling thread is inside a scope.
-    static bool active() noexcept;
-
-private:
-    flush_batch* prev_;
-    std::size_t begin_;  // this scope's first entry in the thread's list
-};
+struct flush_batch_tag;
+// Scopes, defer() and active(): deferred_scope.h.
+using flush_batch = deferred_scope<flush_batch_tag>;
 
 }  // namespace nereus

@@ -18,32 +18,12 @@
 //   completions have already run (their results are handed over), only the notification that
 //   there is something to take waits, for the rest of the scope's completions (microseconds).
 
-#include <cstddef>
-#include <memory>
+#include "nereus/base/deferred_scope.h"
 
 namespace nereus {
 
-class wake_batch {
-public:
-    using wake_fn = void (*)(void* target);
-
-    // Becomes the calling thread's current scope (scopes nest).
-    wake_batch() noexcept;
-    // Runs every wake-up registered in this scope, in registration order.
-    ~wake_batch();
-    wake_batch(const wake_batch&) = delete;
-    wake_batch& operator=(const wake_batch&) = delete;
-    wake_batch(wake_batch&&) = delete;
-    wake_batch& operator=(wake_batch&&) = delete;
-
-    // In a scope on this thread: fn(target.get()) runs at the scope's end; returns true.
-    // Outside any scope: returns false and registers nothing (the caller wakes at once).
-    // Allocation: none per call once the thread's list has grown to its largest burst.
-    static bool defer(std::shared_ptr<void> target, wake_fn fn);
-
-private:
-    wake_batch* prev_;
-    std::size_t begin_;  // this scope's first entry in the thread's list
-};
+struct wake_batch_tag;
+// Scopes, defer() and active(): deferred_scope.h.
+using wake_batch = deferred_scope<wake_batch_tag>;
 
 }  // namespace nereus
