@@ -286,8 +286,8 @@ asio::awaitable<void> connection::read_loop() {
         for (;;) {
             const std::span<const std::byte> unread(rbuf_.data() + begin_, end_ - begin_);
             if (scan_messages_) {
-                if (const auto m = proto::scan_message_frame(
-                        unread, decoder_.options().max_frame_size)) {
+                if (const auto m =
+                        proto::scan_message_frame(unread, decoder_.options().max_frame_size)) {
                     frame_size_ = m->size;
                     handler_->on_message_frame(*m);
                     consume_frame();
@@ -453,8 +453,7 @@ void producer::add_message(std::uint64_t i, steady::time_point intended, steady:
         s.num_messages = 1;
         const proto::send_metadata md{.sequence_id = seq,
                                       .publish_time_ms = intended_realtime_ns / 1'000'000};
-        if (auto w = encoder_.append(conn_.out(), s, md, payload_, conn_.writer().options());
-            !w) {
+        if (auto w = encoder_.append(conn_.out(), s, md, payload_, conn_.writer().options()); !w) {
             fail(fmt::format("encode SEND: {}", w.error().message()));
             return;
         }
@@ -651,9 +650,9 @@ void producer::on_frame(const proto::frame_view& f) {
             fail(fmt::format("producer {}: closed by the broker", config_.topic));
             return;
         case proto::command_type::error:
-            fail(fmt::format("producer {}: ERROR {}", config_.topic,
-                             server_error_text(f.command().error().error(),
-                                               f.command().error().message())));
+            fail(fmt::format(
+                "producer {}: ERROR {}", config_.topic,
+                server_error_text(f.command().error().error(), f.command().error().message())));
             return;
         default:
             return;  // PONG, SUCCESS, ... need nothing
@@ -779,8 +778,7 @@ void consumer::on_message(const proto::frame_view& f) {
         return;
     }
     const proto::message_metadata_fields values{md->publish_time(), md->num_messages_in_batch(),
-                                                md->has_num_messages_in_batch(),
-                                                md->compression()};
+                                                md->has_num_messages_in_batch(), md->compression()};
     on_entry(id, &values, f.payload);
 }
 

@@ -279,12 +279,12 @@ private:
     std::uint64_t view_gen_ = 0;
 
     mutable std::mutex mu_;
-    sub_type type_ = sub_type::exclusive;                  // guarded by mu_
-    std::vector<std::shared_ptr<consumer>> consumers_;     // guarded by mu_, attach order
-    std::size_t round_robin_ = 0;                          // guarded by mu_
-    std::vector<dispatch_entry> buffer_;                   // read, not yet handed out
-    std::size_t buffer_pos_ = 0;                           // guarded by mu_
-    pending_map pending_;                                  // guarded by mu_
+    sub_type type_ = sub_type::exclusive;               // guarded by mu_
+    std::vector<std::shared_ptr<consumer>> consumers_;  // guarded by mu_, attach order
+    std::size_t round_robin_ = 0;                       // guarded by mu_
+    std::vector<dispatch_entry> buffer_;                // read, not yet handed out
+    std::size_t buffer_pos_ = 0;                        // guarded by mu_
+    pending_map pending_;                               // guarded by mu_
     // Deliveries of the current dispatch round, not yet handed to the sinks (guarded by mu_;
     // flushed before dispatch_locked returns, so consumers outlive their entries here).
     std::vector<std::pair<consumer*, consumer_sink::delivery>> outbox_;

@@ -247,9 +247,9 @@ RC_GTEST_PROP(MessageScan, FrameScanAgreesWithGenericDecoder, ()) {
     command_writer producer;
     producer.set_peer_protocol_version(producer_crc ? 20 : 5);
     frame_buffer send;
-    RC_ASSERT(producer.send(send, {.producer_id = 1, .sequence_id = 2}, mc.md,
-                            test::bytes_of(payload))
-                  .has_value());
+    RC_ASSERT(
+        producer.send(send, {.producer_id = 1, .sequence_id = 2}, mc.md, test::bytes_of(payload))
+            .has_value());
     frame_decoder d;
     auto r = d.decode(send);
     RC_ASSERT(r && r->complete);
@@ -282,10 +282,9 @@ RC_GTEST_PROP(MessageScan, FrameScanAgreesWithGenericDecoder, ()) {
     }
     const auto fast = scan_message_frame(frame, default_max_frame_size);
     const auto slow = d.decode(frame);
-    const bool broker_shape = damage > 1 && !with_ack_set && mc.common &&
-                              consumer < (std::uint64_t{1} << 63) &&
-                              id.ledger_id < (std::uint64_t{1} << 63) &&
-                              id.entry_id < (std::uint64_t{1} << 63);
+    const bool broker_shape =
+        damage > 1 && !with_ack_set && mc.common && consumer < (std::uint64_t{1} << 63) &&
+        id.ledger_id < (std::uint64_t{1} << 63) && id.entry_id < (std::uint64_t{1} << 63);
     if (broker_shape && version >= 20) {
         RC_ASSERT(fast.has_value());  // a checksummed MESSAGE a broker sends: the fast path
     }
@@ -303,13 +302,12 @@ RC_GTEST_PROP(MessageScan, FrameScanAgreesWithGenericDecoder, ()) {
     RC_ASSERT(fast->metadata_bytes.data() == f.metadata_bytes.data());
     RC_ASSERT(fast->metadata_bytes.size() == f.metadata_bytes.size());
     const auto& m = f.command().message();
-    assert_same(fast->message,
-                message_fields{.consumer_id = m.consumer_id(),
-                               .ledger_id = m.message_id().ledgerid(),
-                               .entry_id = m.message_id().entryid(),
-                               .partition = m.message_id().partition(),
-                               .batch_index = m.message_id().batch_index(),
-                               .redelivery_count = m.redelivery_count()});
+    assert_same(fast->message, message_fields{.consumer_id = m.consumer_id(),
+                                              .ledger_id = m.message_id().ledgerid(),
+                                              .entry_id = m.message_id().entryid(),
+                                              .partition = m.message_id().partition(),
+                                              .batch_index = m.message_id().batch_index(),
+                                              .redelivery_count = m.redelivery_count()});
     RC_ASSERT(f.metadata() != nullptr);
     assert_same(fast->metadata, message_metadata_fields{f.metadata()->publish_time(),
                                                         f.metadata()->num_messages_in_batch(),

@@ -21,10 +21,10 @@ namespace nereus::proto {
 namespace {
 
 std::uint64_t gen_u64() {
-    return *rc::gen::oneOf(
-        rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
-        rc::gen::element<std::uint64_t>(0, 127, 128, 16384, std::uint64_t{1} << 63,
-                                        ~std::uint64_t{0}));
+    return *rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(),
+                           rc::gen::inRange<std::uint64_t>(0, 300),
+                           rc::gen::element<std::uint64_t>(
+                               0, 127, 128, 16384, std::uint64_t{1} << 63, ~std::uint64_t{0}));
 }
 
 void assert_same(const send_receipt_fields& a, const send_receipt_fields& b) {

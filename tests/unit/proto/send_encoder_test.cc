@@ -10,8 +10,9 @@
 #include "nereus/proto/frame_decoder.h"
 #include "nereus/proto/pulsar_api.h"
 
-#include "support/bytes.h"
 #include <gtest/gtest.h>
+
+#include "support/bytes.h"
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
@@ -50,10 +51,10 @@ command_writer::written generic(command_writer& w,
 }
 
 RC_GTEST_PROP(SendEncoder, IsByteIdenticalToTheGenericPath, ()) {
-    const auto name = *rc::gen::oneOf(rc::gen::arbitrary<std::string>(),
-                                      rc::gen::container<std::string>(
-                                          *rc::gen::inRange<std::size_t>(120, 300),
-                                          rc::gen::arbitrary<char>()));
+    const auto name =
+        *rc::gen::oneOf(rc::gen::arbitrary<std::string>(),
+                        rc::gen::container<std::string>(*rc::gen::inRange<std::size_t>(120, 300),
+                                                        rc::gen::arbitrary<char>()));
     send_args a;
     a.producer_id = gen_u64();
     a.sequence_id = gen_u64();
@@ -71,10 +72,10 @@ RC_GTEST_PROP(SendEncoder, IsByteIdenticalToTheGenericPath, ()) {
     if (*rc::gen::arbitrary<bool>()) {
         m.highest_sequence_id = gen_u64();
     }
-    const auto payload = *rc::gen::oneOf(
-        rc::gen::arbitrary<std::string>(),
-        rc::gen::container<std::string>(*rc::gen::inRange<std::size_t>(90, 2100),
-                                        rc::gen::arbitrary<char>()));
+    const auto payload =
+        *rc::gen::oneOf(rc::gen::arbitrary<std::string>(),
+                        rc::gen::container<std::string>(*rc::gen::inRange<std::size_t>(90, 2100),
+                                                        rc::gen::arbitrary<char>()));
     command_writer w;
     encode_options o;
     o.peer_protocol_version = *rc::gen::element(0, 5, 6, 11, 19, 21);
@@ -119,7 +120,8 @@ TEST(SendEncoder, ProducerNameChangesApplyToLaterFrames) {
     send_encoder e("first");
     command_writer w;
     const std::string payload(100, 'x');
-    for (const std::string& name : {std::string("standalone-0-1"), std::string(200, 'n'), std::string()}) {
+    for (const std::string& name :
+         {std::string("standalone-0-1"), std::string(200, 'n'), std::string()}) {
         e.set_producer_name(name);
         frame_buffer direct;
         frame_buffer via_protobuf;
