@@ -1,7 +1,10 @@
 #include "nereus/admin/http_server.h"
 
 #include "nereus/admin/logger.h"
+#include "nereus/base/thread_name.h"
 #include "nereus/broker/listen.h"
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -242,7 +245,10 @@ result<void> http_server::start() {
     });
     const unsigned n = std::max(1U, m.options.threads);
     for (unsigned i = 0; i < n; ++i) {
-        m.threads.emplace_back([&io = m.io] { io.run(); });
+        m.threads.emplace_back([&io = m.io, i] {
+            set_thread_name(fmt::format("nereus-http-{}", i));
+            io.run();
+        });
     }
     m.started = true;
     NEREUS_LOG(admin_log(), info, "admin HTTP listening on {}:{}", m.options.bind_address,

@@ -1,5 +1,6 @@
 #include "nereus/admin/rate_sampler.h"
 
+#include "nereus/base/thread_name.h"
 #include "nereus/broker/subscription.h"
 
 namespace nereus::admin {
@@ -32,6 +33,7 @@ void rate_sampler::start() {
         stopping_ = false;
     }
     thread_ = std::thread([this] {
+        set_thread_name("nereus-rates");
         std::unique_lock lock(run_mu_);
         while (!run_cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
             lock.unlock();

@@ -1,5 +1,7 @@
 #include "nereus/broker/blocking_pool.h"
 
+#include "nereus/base/thread_name.h"
+
 #include <thread>
 
 namespace nereus::broker {
@@ -12,6 +14,14 @@ bool blocking_pool::drain(std::chrono::steady_clock::time_point until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return true;
+}
+
+void blocking_pool::name_thread() noexcept {
+    thread_local bool named = false;
+    if (!named) {
+        named = true;
+        set_thread_name("nereus-pool");
+    }
 }
 
 void blocking_pool::stop() {

@@ -32,6 +32,7 @@ public:
     void post(F&& job) {
         in_flight_.fetch_add(1);
         boost::asio::post(pool_, [this, job = std::forward<F>(job)]() mutable {
+            name_thread();
             job();
             in_flight_.fetch_sub(1);
         });
@@ -47,6 +48,9 @@ public:
     void stop();
 
 private:
+    // Names a pool thread "nereus-pool" on its first job (asio::thread_pool starts the threads).
+    static void name_thread() noexcept;
+
     boost::asio::thread_pool pool_;
     std::atomic<std::size_t> in_flight_{0};
     bool stopped_ = false;

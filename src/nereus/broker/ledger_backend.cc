@@ -1,6 +1,7 @@
 #include "nereus/broker/ledger_backend.h"
 
 #include "nereus/base/file_system.h"
+#include "nereus/base/thread_name.h"
 #include "nereus/broker/confirm_gate.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic_dir.h"
@@ -510,9 +511,15 @@ public:
             return nereus::error(session.error());
         }
         session_ = *session;
-        keeper_ = std::thread([this] { keep_alive_loop(); });
+        keeper_ = std::thread([this] {
+            set_thread_name("nereus-session");
+            keep_alive_loop();
+        });
         if (options_.retention_interval.count() > 0) {
-            retainer_ = std::thread([this] { retention_loop(); });
+            retainer_ = std::thread([this] {
+                set_thread_name("nereus-retain");
+                retention_loop();
+            });
         }
         return {};
     }

@@ -1,10 +1,13 @@
 #include "nereus/broker/server.h"
 
+#include "nereus/base/thread_name.h"
 #include "nereus/broker/blocking_pool.h"
 #include "nereus/broker/connection.h"
 #include "nereus/broker/listen.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/topic.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
@@ -167,8 +170,11 @@ result<void> server::start() {
         }
     });
     const auto n = static_cast<unsigned>(m.ios.size());
-    for (auto& io : m.ios) {
-        m.threads.emplace_back([&io = *io] { io.run(); });
+    for (std::size_t i = 0; i < m.ios.size(); ++i) {
+        m.threads.emplace_back([&io = *m.ios[i], i] {
+            set_thread_name(fmt::format("nereus-io-{}", i));
+            io.run();
+        });
     }
     m.started = true;
     NEREUS_LOG(

@@ -1,6 +1,7 @@
 #include "nereus/meta/zk_store.h"
 
 #include "nereus/base/assert.h"
+#include "nereus/base/thread_name.h"
 #include "nereus/meta/errc.h"
 #include "nereus/meta/logger.h"
 
@@ -1145,13 +1146,17 @@ result<std::unique_ptr<zk_store>> zk_store::open(zk_store_options options) {
 zk_store::zk_store(std::unique_ptr<impl> i) : impl_(std::move(i)) {
     impl_->delivery = std::thread([this] {
         { const std::lock_guard lock(impl_->dmu); }
+        set_thread_name("zk-deliver");
         impl_->delivery_loop();
     });
     {
         const std::lock_guard lock(impl_->dmu);
         impl_->delivery_id = impl_->delivery.get_id();
     }
-    impl_->worker = std::thread([this] { impl_->worker_loop(); });
+    impl_->worker = std::thread([this] {
+        set_thread_name("zk-worker");
+        impl_->worker_loop();
+    });
 }
 
 zk_store::~zk_store() {

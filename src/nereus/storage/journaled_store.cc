@@ -3,6 +3,7 @@
 #include "nereus/base/assert.h"
 #include "nereus/base/crc32c.h"
 #include "nereus/base/flush_batch.h"
+#include "nereus/base/thread_name.h"
 #include "nereus/base/wake_batch.h"
 #include "nereus/storage/logger.h"
 
@@ -120,9 +121,18 @@ result<void> journaled_store::start() {
         const std::lock_guard lock(mu_);
         started_ = true;
     }
-    committer_ = std::thread([this] { committer_loop(); });
-    checkpointer_ = std::thread([this] { checkpoint_loop(); });
-    preparer_ = std::thread([this] { preparer_loop(); });
+    committer_ = std::thread([this] {
+        set_thread_name("nereus-commit");
+        committer_loop();
+    });
+    checkpointer_ = std::thread([this] {
+        set_thread_name("nereus-ckpt");
+        checkpoint_loop();
+    });
+    preparer_ = std::thread([this] {
+        set_thread_name("nereus-prepare");
+        preparer_loop();
+    });
     NEREUS_LOG(storage_log(), info, "stream store open dir={} streams={} journal_file={}", dir_,
                streams_.size(), journal_file_seq_);
     return {};

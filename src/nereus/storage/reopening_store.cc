@@ -1,5 +1,6 @@
 #include "nereus/storage/reopening_store.h"
 
+#include "nereus/base/thread_name.h"
 #include "nereus/storage/logger.h"
 
 #include <algorithm>
@@ -32,7 +33,10 @@ reopening_store::reopening_store(std::shared_ptr<file_system> fs,
       options_(options),
       reopen_(reopen),
       inner_(std::move(inner)) {
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+        set_thread_name("nereus-reopen");
+        loop();
+    });
 }
 
 reopening_store::~reopening_store() {

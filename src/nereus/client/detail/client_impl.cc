@@ -1,9 +1,12 @@
 #include "nereus/client/detail/client_impl.h"
 
+#include "nereus/base/thread_name.h"
 #include "nereus/client/detail/logger.h"
 #include "nereus/client/detail/spawn.h"
 #include "nereus/client/errc.h"
 #include "nereus/proto/pulsar_api.h"
+
+#include <fmt/format.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -27,7 +30,10 @@ client_impl::client_impl(client_options options)
       ex_(asio::make_strand(asio::any_io_executor(own_ioc_->get_executor()))) {
     const auto n = std::max<std::uint32_t>(1, options_.io_threads);
     for (std::uint32_t i = 0; i < n; ++i) {
-        threads_.emplace_back([ioc = own_ioc_.get()] { ioc->run(); });
+        threads_.emplace_back([ioc = own_ioc_.get(), i] {
+            set_thread_name(fmt::format("nereus-client-{}", i));
+            ioc->run();
+        });
     }
     if (auto ep = parse_service_url(options_.service_url)) {
         service_ = *ep;

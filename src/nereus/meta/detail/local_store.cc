@@ -1,6 +1,7 @@
 #include "nereus/meta/detail/local_store.h"
 
 #include "nereus/base/assert.h"
+#include "nereus/base/thread_name.h"
 #include "nereus/meta/errc.h"
 #include "nereus/meta/logger.h"
 
@@ -767,8 +768,14 @@ decision local_store::impl::decide_multi(group& g, multi_req& r) {
 
 local_store::local_store(std::unique_ptr<backend> be, local_store_options options)
     : impl_(std::make_unique<impl>(std::move(be), options)) {
-    impl_->delivery = std::thread([this] { impl_->delivery_loop(); });
-    impl_->committer = std::thread([this] { impl_->committer_loop(); });
+    impl_->delivery = std::thread([this] {
+        set_thread_name("meta-deliver");
+        impl_->delivery_loop();
+    });
+    impl_->committer = std::thread([this] {
+        set_thread_name("meta-commit");
+        impl_->committer_loop();
+    });
 }
 
 local_store::~local_store() {
