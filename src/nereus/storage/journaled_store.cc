@@ -254,7 +254,7 @@ void journaled_store::append(stream_id id,
         return;
     }
     if (tail.len > payload.size() || tail.len < kShiftMinBytes) {
-        tail = {};  // short tails: reading them costs less than combining
+        tail = {};  // very short tails: reading them costs less than combining
     }
 #ifndef NDEBUG
     NEREUS_ASSERT(tail.len == 0 || crc32c::value(payload.last(tail.len)) == tail.crc,
