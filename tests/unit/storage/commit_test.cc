@@ -228,7 +228,7 @@ TEST(GroupCommit, BlockCrcFoldedByAppendersMatchesTheBlockBytes) {
 // from shifters too (from 64 B: the verified tail into the payload CRC, the payload into the
 // block's CRC): runs of lengths around that bound, with verified tails, in one group; every
 // block checked by the recovery scanner, every record read back (its CRC checked), and again
-// after a reopen.
+// after a reopen. Also two lengths that share a shifter slot (120 and 133), alternating.
 TEST(GroupCommit, ShortRepeatedLengthsFoldLikeTheirBytes) {
     auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
     std::vector<std::vector<std::byte>> sent;
@@ -242,6 +242,9 @@ TEST(GroupCommit, ShortRepeatedLengthsFoldLikeTheirBytes) {
             for (int i = 0; i < 90; ++i) {  // longer than the shifters' streak (64)
                 runs.push_back(run);
             }
+        }
+        for (int i = 0; i < 200; ++i) {  // two lengths of one shifter slot, alternating
+            runs.emplace_back(i % 2 == 0 ? 120 : 133, i % 2 == 0 ? 120 : 133);
         }
         fs->close_gate();  // the first commit waits: the rest queue as one group
         pending_counter pending;
