@@ -143,14 +143,15 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
         return;
     }
     // Stored inline in the store's append_callback (no allocation per message): 24 bytes
-    // besides `done`, so the counts are two 32-bit halves (an entry is far below 4 GiB).
-    auto finish = [self = shared_from_this(), done = std::move(done),
+    // besides `done`, so the counts are two 32-bit halves (an entry is far below 4 GiB). A raw
+    // `this`, not a shared_ptr (two atomic operations per message on a count both the SEND's
+    // thread and the storage thread write): the caller keeps the topic alive until `done` has
+    // run (Requires in topic.h), and `done` is called last.
+    auto finish = [self = this, done = std::move(done),
                    batch = std::max<std::uint32_t>(1, info.batch_size),
                    size = static_cast<std::uint32_t>(std::min<std::size_t>(
                        entry.size(), UINT32_MAX))](result<position> r) mutable {
-        const bool ok = r.has_value();
-        done(std::move(r));
-        if (ok) {
+        if (r.has_value()) {
             self->msg_in_ += batch;
             self->bytes_in_ += size;
             // Completions run on a storage thread: wake the dispatchers from an io
@@ -162,11 +163,12 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
                 auto wake = [](void* t) {
                     static_cast<topic*>(t)->post_notify();
                 };
-                if (!wake_batch::defer(self, wake)) {
+                if (!wake_batch::defer(self->shared_from_this(), wake)) {
                     self->post_notify();
                 }
             }
         }
+        done(std::move(r));  // last: it may release the caller's hold on this topic
     };
     static_assert(append_callback::fits_inline<decltype(finish)>);
     store_->append(entry, info, std::move(finish));
