@@ -20,9 +20,9 @@
 //
 // Ownership: shared_ptr, kept alive by its coroutines and pending completions; registered
 //   weakly with the server. Owns its socket, producers and consumer attachments.
-// Thread-safety: strand-confined, except stop(), queue_append_done() (storage thread; one
-//   mutex, done_mu_, guards the hand-over queue) and the consumer_sink calls (any thread; they
-//   post onto the strand, or run at once when already on it).
+// Thread-safety: strand-confined, except stop(), queue_append_done() (storage thread; each
+//   producer's done_mu guards its hand-over queue) and the consumer_sink calls (any thread;
+//   they post onto the strand, or run at once when already on it).
 // Durability: never confirms an append or an ack before the backend reported it durable.
 
 #include "nereus/broker/logger.h"
@@ -119,7 +119,12 @@ private:
         std::vector<pending_send> v_;
         std::size_t head_ = 0;
     };
-    struct producer_state {
+    // A finished append, handed from the storage thread to the strand (queue_append_done).
+    struct append_done {
+        std::uint64_t serial = 0;
+        result<position> r;
+    };
+    struct producer_state : std::enable_shared_from_this<producer_state> {
         std::uint64_t id = 0;
         std::shared_ptr<topic> t;
         std::uint64_t token = 0;
@@ -129,6 +134,14 @@ private:
         std::optional<std::uint64_t> close_request_id;
         std::uint64_t front_serial = 0;
         send_queue pending;
+        // The hand-over from the storage thread: per producer, so that a finished append
+        // touches only its producer (no connection reference count per message); one drain is
+        // posted per burst (a storage group), through `conn`.
+        std::weak_ptr<connection> conn;
+        std::mutex done_mu;
+        std::vector<append_done> done_queue;  // guarded by done_mu
+        bool done_posted = false;             // guarded by done_mu: a drain is posted, not started
+        std::vector<append_done> done_work;   // strand: the batch being drained (capacity reused)
     };
     struct consumer_state {
         std::shared_ptr<topic> t;
@@ -168,16 +181,16 @@ private:
     void handle_consumer_stats(const proto::frame_view& f);
     void handle_get_topics_of_namespace(const proto::frame_view& f);
 
-    void on_append_done(const std::shared_ptr<producer_state>& p,
-                        std::uint64_t serial,
-                        result<position> r);
-    // Called on the storage thread for each finished append: queues it and posts one drain to
-    // the strand per burst (a group commit finishes up to a window of appends back to back).
-    void queue_append_done(std::shared_ptr<producer_state> p,
-                           std::uint64_t serial,
-                           result<position> r);
-    void post_drain();         // any thread: posts drain_append_done() to the strand
-    void drain_append_done();  // strand: on_append_done() for everything queued
+    // Strand: records the outcome of the SEND with `serial` (receipts follow in flush_receipts).
+    void on_append_done(producer_state& p, std::uint64_t serial, result<position> r);
+    // Called on the storage thread for each finished append: queues it on its producer and
+    // posts one drain to the strand per burst (a group commit finishes up to a window of
+    // appends back to back; base/wake_batch.h).
+    static void queue_append_done(const std::shared_ptr<producer_state>& p,
+                                  std::uint64_t serial,
+                                  result<position> r);
+    static void post_drain(producer_state& p);  // any thread: drain_append_done(p) on the strand
+    void drain_append_done(const std::shared_ptr<producer_state>& p);  // strand
     void flush_receipts(const std::shared_ptr<producer_state>& p);
     void detach_consumer(std::uint64_t consumer_id);
     void detach_all();
@@ -230,17 +243,6 @@ private:
     bool peer_partial_producer_ = false;
     std::chrono::steady_clock::time_point accepted_at_;
     std::chrono::steady_clock::time_point last_received_;
-
-    // Finished appends handed from the storage thread to the strand (queue_append_done).
-    struct append_done {
-        std::shared_ptr<producer_state> p;
-        std::uint64_t serial = 0;
-        result<position> r;
-    };
-    std::mutex done_mu_;
-    std::vector<append_done> done_queue_;  // guarded by done_mu_
-    bool done_posted_ = false;             // guarded by done_mu_: a drain is posted, not started
-    std::vector<append_done> done_work_;   // strand: the batch being drained (capacity reused)
 
     std::map<std::uint64_t, std::shared_ptr<producer_state>> producers_;
     std::set<std::uint64_t> recently_closed_producers_;

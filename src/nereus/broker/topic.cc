@@ -143,28 +143,36 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
         return;
     }
     // Stored inline in the store's append_callback (no allocation per message): 24 bytes
-    // besides `done`, so the counts are two 32-bit halves (an entry is far below 4 GiB).
-    auto finish = [self = shared_from_this(), done = std::move(done),
+    // besides `done`, so the counts are two 32-bit halves (an entry is far below 4 GiB). A raw
+    // `this`, not a shared_ptr (two atomic operations per message on a count both the SEND's
+    // thread and the storage thread write): the caller keeps the topic alive until `done` has
+    // run (Requires in topic.h), so a reference is taken only for the dispatchers' wake-up
+    // (once per burst), before `done`, and used after it.
+    auto finish = [self = this, done = std::move(done),
                    batch = std::max<std::uint32_t>(1, info.batch_size),
                    size = static_cast<std::uint32_t>(std::min<std::size_t>(
                        entry.size(), UINT32_MAX))](result<position> r) mutable {
-        const bool ok = r.has_value();
-        done(std::move(r));
-        if (ok) {
+        std::shared_ptr<topic> notify;
+        if (r.has_value()) {
             self->msg_in_ += batch;
             self->bytes_in_ += size;
             // Completions run on a storage thread: wake the dispatchers from an io
             // thread, once per burst. The flag is cleared before the subscriptions are
             // read, so an append completing after that posts a new wake-up.
-            // In the storage committer's group, once after its last completion
-            // (base/wake_batch.h).
             if (!self->notify_posted_.exchange(true)) {
-                auto wake = [](void* t) {
-                    static_cast<topic*>(t)->post_notify();
-                };
-                if (!wake_batch::defer(self, wake)) {
-                    self->post_notify();
-                }
+                notify = self->shared_from_this();
+            }
+        }
+        // `self` may be gone once `done` returns (it may drop the caller's last reference).
+        done(std::move(r));
+        if (notify) {
+            // In the storage committer's group, once after its last completion
+            // (base/wake_batch.h), after the producer's receipt wake-up registered in `done`.
+            auto wake = [](void* t) {
+                static_cast<topic*>(t)->post_notify();
+            };
+            if (!wake_batch::defer(notify, wake)) {
+                notify->post_notify();
             }
         }
     };

@@ -86,6 +86,8 @@ public:
     void remove_producer(std::uint64_t token);
 
     // Appends (durable completion, any thread) and wakes the subscriptions' dispatchers.
+    // Requires: the caller keeps this topic alive until `done` has run (a producer's completion
+    // holds its producer, which holds the topic); the completion does not hold it per message.
     void append(std::span<const std::byte> entry, const append_info& info, append_done done);
 
     // Finds or creates the subscription (blocking: call it on the blocking pool). Errors:

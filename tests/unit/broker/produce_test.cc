@@ -1,6 +1,7 @@
 // PRODUCER (names, access modes) and SEND → SEND_RECEIPT / SEND_ERROR.
 
 #include "support/broker_fixture.h"
+#include <array>
 
 namespace nereus::broker::test {
 namespace {
@@ -46,6 +47,36 @@ TEST_F(BrokerTest, SendsGetReceiptsInOrderWithEntryIds) {
         }
         EXPECT_EQ(s.message_id().ledgerid(), ledger);
     }
+}
+
+// Finished appends are handed back per producer (connection.h): two producers of one
+// connection, on two topics, with interleaved SENDs each get every receipt, in their own SEND
+// order, with their own entry ids.
+TEST_F(BrokerTest, TwoProducersOfOneConnectionGetTheirOwnReceiptsInOrder) {
+    start();
+    auto c = connected_client();
+    ASSERT_FALSE(create_producer(*c, topic, 0, 1).empty());
+    ASSERT_FALSE(create_producer(*c, "persistent://public/default/produce-2", 1, 2).empty());
+    constexpr int n = 300;
+    for (int i = 0; i < n; ++i) {
+        for (std::uint64_t p = 0; p < 2; ++p) {
+            ASSERT_TRUE(c->send_message(p, static_cast<std::uint64_t>(1000 * p + i),
+                                        std::string("m").append(std::to_string(i))));
+        }
+    }
+    std::array<std::uint64_t, 2> next{0, 0};
+    for (int i = 0; i < 2 * n; ++i) {
+        auto r = c->expect(command_type::send_receipt);
+        ASSERT_TRUE(r) << i;
+        const auto& s = r->cmd.send_receipt();
+        ASSERT_LT(s.producer_id(), 2U);
+        auto& k = next[s.producer_id()];
+        EXPECT_EQ(s.sequence_id(), 1000 * s.producer_id() + k);
+        EXPECT_EQ(s.message_id().entryid(), k);
+        ++k;
+    }
+    EXPECT_EQ(next[0], static_cast<std::uint64_t>(n));
+    EXPECT_EQ(next[1], static_cast<std::uint64_t>(n));
 }
 
 TEST_F(BrokerTest, ChecksumMismatchGetsSendErrorAndConnectionStays) {

@@ -224,6 +224,76 @@ TEST(GroupCommit, BlockCrcFoldedByAppendersMatchesTheBlockBytes) {
     EXPECT_EQ(a.size() + b.size(), k);
 }
 
+// Short records of one repeated length (a producer of fixed-size 100 B messages) are folded
+// from shifters too (from 64 B: the verified tail into the payload CRC, the payload into the
+// block's CRC): runs of lengths around that bound, with verified tails, in one group; every
+// block checked by the recovery scanner, every record read back (its CRC checked), and again
+// after a reopen. Also two lengths that share a shifter slot (120 and 133), alternating.
+TEST(GroupCommit, ShortRepeatedLengthsFoldLikeTheirBytes) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    std::vector<std::vector<std::byte>> sent;
+    {
+        auto s = open_store(fs, "/db");
+        ASSERT_NE(s, nullptr);
+        ASSERT_TRUE(s->create_stream(stream_id(1)));
+        std::vector<std::pair<std::size_t, std::size_t>> runs;  // size, tail length
+        for (const auto& run : std::vector<std::pair<std::size_t, std::size_t>>{
+                 {150, 134}, {100, 80}, {64, 64}, {65, 63}, {63, 63}, {200, 64}, {150, 134}}) {
+            for (int i = 0; i < 90; ++i) {  // longer than the shifters' streak (64)
+                runs.push_back(run);
+            }
+        }
+        for (int i = 0; i < 200; ++i) {  // two lengths of one shifter slot, alternating
+            runs.emplace_back(i % 2 == 0 ? 120 : 133, i % 2 == 0 ? 120 : 133);
+        }
+        fs->close_gate();  // the first commit waits: the rest queue as one group
+        pending_counter pending;
+        std::atomic<int> ok{0};
+        auto done = [&](result<offset> r) {
+            ok += r ? 1 : 0;
+            pending.done();
+        };
+        for (const auto& [size, tail_len] : runs) {
+            sent.push_back(payload(1, sent.size(), size));
+            const auto& p = sent.back();
+            const stream_store::verified_tail tail{
+                crc32c::value(p.data() + size - tail_len, tail_len),
+                static_cast<std::uint32_t>(tail_len)};
+            pending.add(1);
+            s->append(stream_id(1), p, tail, done);
+            if (sent.size() == 1) {
+                fs->wait_for_gate_waiter();
+            }
+        }
+        fs->open_gate();
+        pending.wait();
+        EXPECT_EQ(ok.load(), static_cast<int>(runs.size()));
+        EXPECT_EQ(read_all(*s, stream_id(1)), sent);
+        ASSERT_TRUE(s->close());
+    }
+    std::uint64_t records = 0;
+    auto names = fs->list_dir("/db/journal");
+    ASSERT_TRUE(names);
+    for (const auto& name : *names) {
+        if (!format::parse_journal_file_name(name)) {
+            continue;
+        }
+        auto f = fs->open("/db/journal/" + name, open_mode::read_only);
+        ASSERT_TRUE(f);
+        auto scan = scan_journal_file(**f, 0, 0, [&](std::uint64_t, bytes_view block) {
+            EXPECT_EQ(format::check_block(block), format::defect::none);
+            format::for_each_block_record(block, [&](std::uint64_t, bytes_view) { ++records; });
+            return result<void>{};
+        });
+        ASSERT_TRUE(scan);
+        EXPECT_FALSE(scan->defect) << format::to_string(scan->defect->what);
+    }
+    EXPECT_EQ(records, sent.size());
+    auto s = open_store(fs, "/db");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(read_all(*s, stream_id(1)), sent);
+}
+
 // append() with a verified tail CRC (a SEND's checksum) stores exactly the record a plain
 // append stores: every entry reads back (reads check each record's CRC), also after a reopen
 // (recovery checks every block and record), for tails of every kind: short ones (read again),

@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "support/counting_file_system.h"
 #include "support/payloads.h"
 #include "support/store_helpers.h"
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -93,6 +95,45 @@ TEST(SegmentRoll, ByEntryCountOnceTheSegmentIsOldEnough) {
         EXPECT_EQ(rolls, 1U);
     }
     EXPECT_EQ(read_all(*s, stream_id(1)).size(), 9U);
+}
+
+// The committer reads the segment's age once per group (not per record): after a roll inside a
+// group the new segment is young again, so the rest of that group must not roll it by entry
+// count. An old segment of 3 entries, then one group of 20: exactly one roll (at entry 5).
+TEST(SegmentRoll, ASegmentRolledInsideAGroupIsYoungForTheRestOfIt) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    store_options o;
+    o.segment_max_entries = 5;
+    o.segment_min_age = 300ms;
+    auto s = open_store(fs, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(s->append_sync(stream_id(1), payload(1, i, 40)));
+    }
+    std::this_thread::sleep_for(350ms);  // the active segment is old enough now
+    ASSERT_EQ(s->stats().segment_rolls, 0U);
+    fs->close_gate();  // entry 3 commits alone and waits; 4..23 queue as one group
+    pending_counter pending;
+    std::atomic<int> ok{0};
+    auto done = [&](result<offset> r) {
+        ok += r ? 1 : 0;
+        pending.done();
+    };
+    for (int i = 3; i < 24; ++i) {
+        pending.add(1);
+        s->append(stream_id(1), payload(1, i, 40), done);
+        if (i == 3) {
+            fs->wait_for_gate_waiter();
+        }
+    }
+    fs->open_gate();
+    pending.wait();
+    EXPECT_EQ(ok.load(), 21);
+    EXPECT_EQ(s->stats().segment_rolls, 1U) << "rolled at 5; the new segment is young";
+    auto info = s->info(stream_id(1));
+    ASSERT_TRUE(info);
+    EXPECT_EQ(read_all(*s, stream_id(1)).size(), 24U);
 }
 
 }  // namespace

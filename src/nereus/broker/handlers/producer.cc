@@ -53,6 +53,7 @@ awaitable<void> connection::handle_producer(const proto::frame_view& f) {
     auto st = std::make_shared<producer_state>();
     st->id = id;
     st->t = *t;
+    st->conn = weak_from_this();
     std::optional<std::string> wanted;
     if (p.has_producer_name() && !p.producer_name().empty()) {
         wanted = p.producer_name();
@@ -136,7 +137,9 @@ bool connection::handle_send(const proto::frame_view& f) {
                    peer_, s.producer_id);
         return false;
     }
-    auto p = it->second;
+    // A reference, not a copy (no reference count per SEND): the paths below that may erase
+    // the producer (flush_receipts) hold their own copy.
+    const std::shared_ptr<producer_state>& p = it->second;
     if (p->closing) {
         return true;
     }
@@ -152,7 +155,7 @@ bool connection::handle_send(const proto::frame_view& f) {
             ps.error_message = "checksum mismatch";
             ps.outcome = nereus::error(f.message_error);
             p->pending.push_back(std::move(ps));
-            flush_receipts(p);
+            flush_receipts(std::shared_ptr<producer_state>(p));
             return true;
         }
         NEREUS_LOG(broker_log(), info, "closing connection peer={}: bad SEND payload: {}", peer_,
@@ -167,7 +170,7 @@ bool connection::handle_send(const proto::frame_view& f) {
                            std::to_string(ctx_.options.max_message_size);
         ps.outcome = nereus::error(proto::error_kind::not_allowed);
         p->pending.push_back(std::move(ps));
-        flush_receipts(p);
+        flush_receipts(std::shared_ptr<producer_state>(p));
         return true;
     }
     append_info info;
@@ -187,69 +190,75 @@ bool connection::handle_send(const proto::frame_view& f) {
         info.tail_len = static_cast<std::uint32_t>(f.checksummed.size());
     }
     p->pending.push_back(std::move(ps));
-    std::weak_ptr<connection> weak = weak_from_this();
-    auto finish = [weak, p, serial](result<position> r) {
-        if (auto self = weak.lock()) {
-            self->queue_append_done(p, serial, std::move(r));
-        }
+    // The producer (its hand-over queue, and through it the connection) is all the completion
+    // holds: one reference count on the SEND's thread, released by the storage thread.
+    // An init-capture: a plain copy of `p` (a reference to const) would be a const member,
+    // copied (two atomic operations) instead of moved each time a layer relocates the chain.
+    auto finish = [p = std::shared_ptr<producer_state>(p), serial](result<position> r) {
+        queue_append_done(p, serial, std::move(r));
     };
     static_assert(broker::append_done::fits_inline<decltype(finish)>);  // no allocation per SEND
     p->t->append(f.headers_and_payload, info, std::move(finish));
     return true;
 }
 
-void connection::queue_append_done(std::shared_ptr<producer_state> p,
+void connection::queue_append_done(const std::shared_ptr<producer_state>& p,
                                    std::uint64_t serial,
                                    result<position> r) {
     bool post = false;
     {
-        const std::lock_guard lock(done_mu_);
-        done_queue_.push_back({std::move(p), serial, std::move(r)});
-        post = !std::exchange(done_posted_, true);
+        const std::lock_guard lock(p->done_mu);
+        p->done_queue.push_back({serial, std::move(r)});
+        post = !std::exchange(p->done_posted, true);
     }
     if (post) {
         // In the storage committer's group (base/wake_batch.h): one post per group, after its
         // last completion, instead of one each time the strand has drained the queue.
-        auto wake = [](void* c) {
-            static_cast<connection*>(c)->post_drain();
+        auto wake = [](void* ps) {
+            post_drain(*static_cast<producer_state*>(ps));
         };
-        if (!wake_batch::defer(shared_from_this(), wake)) {
-            post_drain();
+        if (!wake_batch::defer(p, wake)) {
+            post_drain(*p);
         }
     }
 }
 
-void connection::post_drain() {
-    asio::post(strand_, [self = shared_from_this()] { self->drain_append_done(); });
+void connection::post_drain(producer_state& p) {
+    auto self = p.conn.lock();
+    if (!self) {
+        return;  // the connection is gone: nobody to answer (its producers were detached)
+    }
+    auto& strand = self->strand_;
+    asio::post(strand, [self = std::move(self), ps = p.shared_from_this()] {
+        self->drain_append_done(ps);
+    });
 }
 
-void connection::drain_append_done() {
+void connection::drain_append_done(const std::shared_ptr<producer_state>& p) {
     {
-        const std::lock_guard lock(done_mu_);
-        done_work_.swap(done_queue_);
-        done_posted_ = false;  // an append finishing from here on posts a new drain
+        const std::lock_guard lock(p->done_mu);
+        p->done_work.swap(p->done_queue);
+        p->done_posted = false;  // an append finishing from here on posts a new drain
     }
-    for (auto& d : done_work_) {
-        on_append_done(d.p, d.serial, std::move(d.r));
+    for (auto& d : p->done_work) {
+        on_append_done(*p, d.serial, std::move(d.r));
     }
-    done_work_.clear();
+    p->done_work.clear();
+    flush_receipts(p);  // once for the batch: receipts leave in SEND order
 }
 
-void connection::on_append_done(const std::shared_ptr<producer_state>& p,
-                                std::uint64_t serial,
-                                result<position> r) {
-    if (serial < p->front_serial || serial - p->front_serial >= p->pending.size()) {
+void connection::on_append_done(producer_state& p, std::uint64_t serial, result<position> r) {
+    if (serial < p.front_serial || serial - p.front_serial >= p.pending.size()) {
         return;
     }
-    auto& ps = p->pending[serial - p->front_serial];
+    auto& ps = p.pending[serial - p.front_serial];
     if (!r) {
         ps.error_code = proto::to_server_error(r.error());
         ps.error_message = "append failed: " + r.error().message();
         NEREUS_LOG(broker_log(), warn, "append failed topic={} producer={} error={}",
-                   p->t->full_name(), p->name, r.error().message());
+                   p.t->full_name(), p.name, r.error().message());
     }
     ps.outcome = std::move(r);
-    flush_receipts(p);
 }
 
 void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
