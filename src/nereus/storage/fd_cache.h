@@ -50,6 +50,8 @@ public:
 
     // The cached file, or opens it read-write (must exist) and caches it.
     [[nodiscard]] result<std::shared_ptr<file>> get(const segment_key& k);
+    // The cached file, or nullptr: never opens one (for reads that must not do I/O).
+    [[nodiscard]] std::shared_ptr<file> find(const segment_key& k);
     // The cached file, or opens it without caching it (for one-off use such as a sync).
     [[nodiscard]] result<std::shared_ptr<file>> get_uncached(const segment_key& k);
     // Inserts a file the caller just created.
