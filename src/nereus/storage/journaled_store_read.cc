@@ -73,15 +73,21 @@ result<read_batch> journaled_store::read_nowait(stream_id id,
     return read_impl(id, from, max_entries, max_bytes, true);
 }
 
-// With `nowait` the same walk, checks and results, except that each step that could wait for
-// a disk answers errc::would_block instead (nothing is changed by then but the caches: a
-// segment's file stays closed, its index unbuilt). The mutexes taken here (mu_, view_mu,
-// fds_'s) are never held across I/O, so taking them waits only for a short critical section.
+// With `nowait` the same walk, checks and results, except that each step that could wait
+// answers errc::would_block instead (nothing is changed by then: a segment's file stays
+// closed, its index unbuilt): a pread of bytes not in the page cache, an open, an index scan,
+// and a busy mutex (mu_, view_mu, fds_'s are only tried).
 result<read_batch> journaled_store::read_impl(
     stream_id id, offset from, std::size_t max_entries, std::size_t max_bytes, bool nowait) {
     std::shared_ptr<stream_state> st;
     {
-        const std::lock_guard lock(mu_);
+        // nowait: every mutex is tried, not waited for (a busy one answers would_block): the
+        // holders are other threads' short critical sections, but on a loaded machine a holder
+        // may be preempted for a scheduler slice, which an io thread must not sit out.
+        std::unique_lock lock(mu_, std::defer_lock);
+        if (!(nowait ? lock.try_lock() : (lock.lock(), true))) {
+            return error(errc::would_block);
+        }
         if (closed_) {
             return error(errc::closed);
         }
@@ -116,7 +122,10 @@ result<read_batch> journaled_store::read_impl(
         // byte budget (a read of 500 x 100 B entries read 288 KiB before, for ~70 KiB).
         std::uint64_t need_end = 0;
         {
-            std::unique_lock lock(st->view_mu);
+            std::unique_lock lock(st->view_mu, std::defer_lock);
+            if (!(nowait ? lock.try_lock() : (lock.lock(), true))) {
+                return error(errc::would_block);
+            }
             if (cur < st->first) {
                 if (got.empty()) {
                     return error(errc::trimmed);

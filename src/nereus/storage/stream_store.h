@@ -108,8 +108,8 @@ public:
     // errc::would_block (equal to std::errc::operation_would_block) when serving it needs
     // anything that could wait: a segment file not open yet, an index to build from a
     // segment scan, or bytes not in the page cache (file::read_at_nowait). A would_block read
-    // changed nothing; read() it elsewhere. Mutexes it takes are never held across I/O. The
-    // default always answers would_block.
+    // changed nothing; read() it elsewhere. Its mutexes are only tried (a busy one answers
+    // would_block too). The default always answers would_block.
     [[nodiscard]] virtual result<read_batch> read_nowait(stream_id id,
                                                          offset from,
                                                          std::size_t max_entries,
