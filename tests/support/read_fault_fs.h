@@ -1,11 +1,11 @@
 #pragma once
 
 // A test file system for read-side faults: forwards everything to the real (POSIX) file system,
-// except that read_at of a file whose path contains ".log" (stream-log segments) fails with EIO
-// while read_faults::failing_reads > 0 (each failure counts it down; set it to a large number
-// to fail every read until it is set back to 0). Used by tests/unit/ledger/read_fault_test.cc
-// and tests/unit/broker/read_fault_test.cc.
-// Thread-safety: thread-safe (atomics; the real file system is).
+// except that read_at (and read_at_nowait) of a file whose path contains ".log" (stream-log
+// segments) fails with EIO while read_faults::failing_reads > 0 (each failure counts it down; set
+// it to a large number to fail every read until it is set back to 0). Used by
+// tests/unit/ledger/read_fault_test.cc and tests/unit/broker/read_fault_test.cc. Thread-safety:
+// thread-safe (atomics; the real file system is).
 
 #include "nereus/base/forwarding_file_system.h"
 
@@ -39,6 +39,19 @@ public:
             }
         }
         return inner_->read_at(offset, out);
+    }
+    // The same faults for nowait reads (the broker's inline dispatch reads), so they cannot
+    // bypass them.
+    result<std::size_t> read_at_nowait(std::uint64_t offset, std::span<std::byte> out) override {
+        if (path_.find(".log") != std::string::npos) {
+            for (int n = f_->failing_reads.load(); n > 0;) {
+                if (f_->failing_reads.compare_exchange_weak(n, n - 1)) {
+                    ++f_->failed;
+                    return nereus::error(std::errc::io_error);
+                }
+            }
+        }
+        return inner_->read_at_nowait(offset, out);
     }
 
 private:

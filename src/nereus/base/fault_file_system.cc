@@ -89,6 +89,7 @@ struct fault_file_system::state {
     std::shared_ptr<inode> root = std::make_shared<inode>();
     std::uint64_t generation = 0;  // bumped by every restart; stale handles fail
     bool is_crashed = false;
+    bool nowait_reads = true;  // read_at_nowait serves bytes (set_nowait_reads)
     std::vector<write_fault> write_faults;
     std::vector<sync_fault> sync_faults;
     std::vector<sync_delay> sync_delays;
@@ -388,6 +389,17 @@ public:
         return static_cast<std::size_t>(n);
     }
 
+    // Memory is this file system's page cache: served as read_at, unless set_nowait_reads(false).
+    result<std::size_t> read_at_nowait(std::uint64_t offset, std::span<std::byte> out) override {
+        {
+            const std::lock_guard lock(s_->mu);
+            if (!s_->nowait_reads) {
+                return error(std::errc::operation_would_block);
+            }
+        }
+        return read_at(offset, out);
+    }
+
     result<void> sync() override {
         s_->maybe_delay_sync(path_);
         const std::lock_guard lock(s_->mu);
@@ -459,6 +471,11 @@ void fault_file_system::fail_writes(std::string path_substring,
                                     int count) {
     const std::lock_guard lock(s_->mu);
     s_->write_faults.push_back({std::move(path_substring), code, keep_bytes, count});
+}
+
+void fault_file_system::set_nowait_reads(bool served) {
+    const std::lock_guard lock(s_->mu);
+    s_->nowait_reads = served;
 }
 
 void fault_file_system::fail_syncs(std::string path_substring, int count) {

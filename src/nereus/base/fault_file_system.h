@@ -21,6 +21,10 @@
 //   - crash_after_bytes(n): after n more bytes are written (all files), the write in progress
 //     stops at that byte and the file system "crashes": every later call fails with EIO until
 //     power_loss() or process_crash() simulates the restart.
+// Nowait reads: file::read_at_nowait() serves the bytes as read_at() does (memory is this file
+// system's page cache) unless set_nowait_reads(false), after which every nowait read fails with
+// std::errc::operation_would_block (a cold cache) until set back. A setting, not a fault: the
+// restarts keep it.
 // Restarts: power_loss() drops every unsynced byte and directory entry; power_loss_torn(seed)
 // keeps a random part of them (each unsynced range kept, dropped or torn; each unsynced
 // directory change kept or dropped); process_crash() keeps everything (kill -9 keeps the page
@@ -59,6 +63,7 @@ public:
     void set_space_limit(std::optional<std::uint64_t> bytes);
     void crash_after_bytes(std::uint64_t n);
     void crash_now();
+    void set_nowait_reads(bool served);
     [[nodiscard]] bool crashed() const;
 
     // --- restarts ---

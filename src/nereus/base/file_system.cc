@@ -1,4 +1,5 @@
-// file_system's default open_direct(): direct, synchronous writes emulated on open() + sync().
+// file_system's default open_direct(): direct, synchronous writes emulated on open() + sync();
+// file's default read_at_nowait(): always would block.
 
 #include "nereus/base/file_system.h"
 
@@ -42,6 +43,10 @@ public:
 };
 
 }  // namespace
+
+result<std::size_t> file::read_at_nowait(std::uint64_t /*offset*/, std::span<std::byte> /*out*/) {
+    return error(std::make_error_code(std::errc::operation_would_block));
+}
 
 result<std::unique_ptr<file>> file_system::open_direct(const std::string& path) {
     auto f = open(path, open_mode::read_write);

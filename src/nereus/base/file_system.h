@@ -58,6 +58,16 @@ public:
     // end of file.
     [[nodiscard]] virtual result<std::size_t> read_at(std::uint64_t offset,
                                                       std::span<std::byte> out) = 0;
+    // read_at() of bytes that need no disk I/O: when every byte of [offset, offset +
+    // out.size()) that exists is in the page cache, the same count and bytes as read_at();
+    // otherwise it fails with std::errc::operation_would_block (some of `out` may have been
+    // filled; the caller ignores it and reads again elsewhere with read_at()). For callers on
+    // threads that must never wait for a disk (a broker io thread). The default (every file
+    // that does not say otherwise, e.g. the test doubles) always fails so: always safe.
+    // posix: preadv2(RWF_NOWAIT); a kernel or file system without it (EOPNOTSUPP) makes every
+    // later call on that file fail with operation_would_block at once.
+    [[nodiscard]] virtual result<std::size_t> read_at_nowait(std::uint64_t offset,
+                                                             std::span<std::byte> out);
     // fdatasync: the file's bytes and size are durable when this returns success.
     [[nodiscard]] virtual result<void> sync() = 0;
     [[nodiscard]] virtual result<std::uint64_t> size() = 0;

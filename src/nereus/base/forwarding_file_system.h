@@ -29,6 +29,11 @@ public:
     result<std::size_t> read_at(std::uint64_t o, std::span<std::byte> out) override {
         return inner_->read_at(o, out);
     }
+    // Forwarded: a wrapper that alters read_at() must override this too (or make it fail
+    // with operation_would_block), or nowait reads would bypass it.
+    result<std::size_t> read_at_nowait(std::uint64_t o, std::span<std::byte> out) override {
+        return inner_->read_at_nowait(o, out);
+    }
     result<void> sync() override { return inner_->sync(); }
     result<std::uint64_t> size() override { return inner_->size(); }
     result<void> truncate(std::uint64_t s) override { return inner_->truncate(s); }

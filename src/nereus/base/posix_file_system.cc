@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
@@ -117,6 +118,39 @@ public:
         return done;
     }
 
+    result<std::size_t> read_at_nowait(std::uint64_t offset, std::span<std::byte> out) override {
+        if (nowait_unsupported_.load(std::memory_order_relaxed)) {
+            return error(std::errc::operation_would_block);
+        }
+        // RWF_NOWAIT: EAGAIN instead of waiting for the disk. A short count may mean end of
+        // file or that only a prefix is cached: the loop asks again for the rest, and only a
+        // 0 (end of file) or an EAGAIN ends it, so the count is read_at()'s.
+        std::size_t done = 0;
+        while (done < out.size()) {
+            iovec iov{out.data() + done, out.size() - done};
+            const ssize_t n =
+                ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+            if (n < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                if (errno == EAGAIN) {
+                    return error(std::errc::operation_would_block);
+                }
+                if (errno == EOPNOTSUPP) {
+                    nowait_unsupported_.store(true, std::memory_order_relaxed);
+                    return error(std::errc::operation_would_block);
+                }
+                return errno_error(errno);
+            }
+            if (n == 0) {
+                break;
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        return done;
+    }
+
     result<void> sync() override {
         if (::fdatasync(fd_) != 0) {
             return errno_error(errno);
@@ -149,6 +183,7 @@ public:
 
 private:
     int fd_;
+    std::atomic<bool> nowait_unsupported_{false};  // preadv2(RWF_NOWAIT) gave EOPNOTSUPP
 };
 
 class posix_fs final : public file_system {

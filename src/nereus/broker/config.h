@@ -27,6 +27,7 @@
 //   keepAliveIntervalSeconds       PING interval; a connection silent for two is closed
 //   brokerShutdownTimeoutMs        graceful-stop budget for in-flight work
 //   dispatcherMaxReadBatchSize     entries read from a cursor per dispatch round
+//   dispatcherInlineReads          try dispatch reads on the io thread first (Nereus; false)
 //   defaultRetentionTimeInMinutes  keep acked data this long (-1 unlimited; 0: delete at once)
 //   defaultRetentionSizeInMB       keep the newest this many MB of acked data (-1 unlimited)
 //   retentionCheckIntervalInSeconds  period of the retention pass (trims every open topic)

@@ -78,7 +78,16 @@ public:
     bool durable() const override { return c_->durable(); }
 
     result<std::vector<dispatch_entry>> read(std::size_t max_entries) override {
-        auto r = c_->read(max_entries);
+        return to_dispatch(c_->read(max_entries));
+    }
+
+    // managed_cursor::try_read: storage's would_block compares equal to
+    // std::errc::operation_would_block, the broker's vocabulary.
+    result<std::vector<dispatch_entry>> try_read(std::size_t max_entries) override {
+        return to_dispatch(c_->try_read(max_entries));
+    }
+
+    result<std::vector<dispatch_entry>> to_dispatch(result<ledger::read_result> r) const {
         if (!r) {
             return nereus::error(r.error());
         }

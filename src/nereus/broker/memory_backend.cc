@@ -63,6 +63,11 @@ public:
         return out;
     }
 
+    // In memory, under a mutex never held across I/O: never waits, so it is read().
+    result<std::vector<dispatch_entry>> try_read(std::size_t max_entries) override {
+        return read(max_entries);
+    }
+
     void rewind() override {
         std::lock_guard lock(t_->mu);
         read_ = mdo_;

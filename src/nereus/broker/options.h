@@ -37,11 +37,18 @@ struct broker_options {
     std::uint32_t max_message_size = proto::default_max_message_size;
     // Bytes queued for writing on one connection before it is closed as too slow.
     std::size_t max_write_queue_bytes = std::size_t{64} << 20;
-    // Entries read from a cursor per dispatch round (and at most the consumers' permits). Each
-    // read is one blocking-pool hand-off and one back to the io thread: 1,000 (a Pulsar
-    // client's receiver queue) drains a backlog in 2-4x fewer reads than 256 did, as far as
+    // Entries read from a cursor per dispatch round (and at most the consumers' permits). A
+    // read that goes to the blocking pool is one hand-off and one back to the io thread: 1,000 (a
+    // Pulsar client's receiver queue) drains a backlog in 2-4x fewer reads than 256 did, as far as
     // the permits allow (doc/perf.md, "Consume + ack path, round 3").
     std::size_t dispatch_batch = 1'000;
+    // true: dispatch reads are tried on the io thread first without waiting (subscription_cursor::
+    // try_read: open segment files, page-cache hits, free locks) and go to the blocking pool
+    // only when that would block. At the tail this saves two thread wake-ups per read and a
+    // quarter to a half of the broker's CPU at 5,000 msg/s, but on this loaded 2-core machine
+    // the publish latency got worse (doc/perf.md, "Publish latency at 5,000 msg/s, round 4"),
+    // so it is off by default: every read on the pool, as before.
+    bool inline_reads = false;
     // A consumer stops receiving while it holds this many unacked messages (Pulsar's default).
     std::uint32_t max_unacked_per_consumer = 50'000;
     // Key_Shared look-ahead: entries (and their bytes) the dispatcher holds in memory while

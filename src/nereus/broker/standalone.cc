@@ -46,6 +46,7 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
     bo.keepalive_interval = std::chrono::seconds(o.keepalive_interval_s);
     bo.stop_timeout = std::chrono::milliseconds(o.stop_timeout_ms);
     bo.dispatch_batch = o.dispatch_batch;
+    bo.inline_reads = o.inline_reads;
     server srv(bo, **backend);
     if (auto r = srv.start(); !r) {
         std::fprintf(stderr, "nereus standalone: cannot listen on %s:%u: %s\n",

@@ -269,6 +269,28 @@ bool subscription::read_locked(std::size_t want) {
         read_again_ = true;
         return false;
     }
+    // With inline_reads (off by default: doc/perf.md, "Publish latency at 5,000 msg/s, round
+    // 4"), first without waiting, here on the io thread: at the tail the entries were just
+    // committed and are in the page cache, and the pool's hand-off (a pool thread's wake-up
+    // and one back to this executor per read) costs more CPU than the read. The pool takes
+    // the read when this would block (a cold cache, an unopened segment, a busy lock) and for
+    // read_compacted subscriptions (their view may need a snapshot load).
+    if (options_.inline_reads && !read_compacted()) {
+        auto r = cursor_->try_read(want);
+        if (r || r.error() != std::errc::operation_would_block) {
+            if (!r) {
+                retry_read_later_locked(r.error());
+                return false;
+            }
+            if (r->empty()) {
+                return false;  // caught up; the next append or permit change dispatches again
+            }
+            reads_inline_.fetch_add(1, std::memory_order_relaxed);
+            add_read_locked(*r);
+            return true;
+        }
+    }
+    reads_pool_.fetch_add(1, std::memory_order_relaxed);
     reading_ = true;
     read_again_ = false;
     pool_->post([self = shared_from_this(), want, epoch = read_epoch_] {
@@ -407,6 +429,23 @@ void subscription::add_read_locked(std::vector<dispatch_entry>& entries) {
     }
 }
 
+void subscription::retry_read_later_locked(const std::error_code& ec) {
+    // A read error is never taken for the end of the topic: nothing was delivered or skipped
+    // (the cursor's read position did not move), and the read is retried after a pause, so
+    // the consumers get the entries once the fault clears without waiting for the next append
+    // or permit.
+    NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}; retrying in 1 s", name_,
+               ec.message());
+    auto retry = std::make_shared<boost::asio::steady_timer>(ex_, std::chrono::seconds(1));
+    retry->async_wait([self = shared_from_this(), retry](const boost::system::error_code& e) {
+        if (e) {
+            return;
+        }
+        std::lock_guard relock(self->mu_);
+        self->dispatch_locked();
+    });
+}
+
 void subscription::on_read_done(std::uint64_t epoch,
                                 result<std::vector<dispatch_entry>> r,
                                 const view_claim& claim) {
@@ -427,20 +466,7 @@ void subscription::on_read_done(std::uint64_t epoch,
         return;
     }
     if (!r) {
-        // A read error is never taken for the end of the topic: nothing was delivered or
-        // skipped (the cursor's read position did not move), and the read is retried after a
-        // pause, so the consumers get the entries once the fault clears without waiting for
-        // the next append or permit.
-        NEREUS_LOG(broker_log(), warn, "dispatch read failed sub={} error={}; retrying in 1 s",
-                   name_, r.error().message());
-        auto retry = std::make_shared<boost::asio::steady_timer>(ex_, std::chrono::seconds(1));
-        retry->async_wait([self = shared_from_this(), retry](const boost::system::error_code& ec) {
-            if (ec) {
-                return;
-            }
-            std::lock_guard relock(self->mu_);
-            self->dispatch_locked();
-        });
+        retry_read_later_locked(r.error());
         return;
     }
     if (r->empty() && !again) {
@@ -1044,6 +1070,8 @@ subscription_stats subscription::stats() const {
     st.messages_dispatched = dispatched_.load();
     st.bytes_dispatched = bytes_dispatched_.load();
     st.redeliveries = redeliveries_.load();
+    st.reads_inline = reads_inline_.load();
+    st.reads_pool = reads_pool_.load();
     return st;
 }
 

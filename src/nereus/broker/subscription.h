@@ -20,9 +20,12 @@
 // Ownership: owned by its topic (shared_ptr); consumers are shared with their connection.
 //   Sinks are held weakly (a closed connection simply stops receiving).
 // Thread-safety: thread-safe; one mutex guards the dispatcher state. Sinks are called with the
-//   mutex held and must only enqueue (consumer_sink's contract). Cursor reads run on the
-//   blocking pool without the mutex, one in flight per subscription; the entries are handed out
-//   when the read completes (posted to the io executor). A rewind or seek while a read is in
+//   mutex held and must only enqueue (consumer_sink's contract). With options.inline_reads (off
+//   by default) a cursor read is first tried inline without waiting (subscription_cursor::
+//   try_read: the tail is in the page cache); otherwise, or when that would block, it runs on
+//   the blocking pool without the mutex, one in flight per
+//   subscription (no inline try while one is), and the entries are handed out when the read
+//   completes (posted to the io executor). A rewind or seek while a read is in
 //   flight makes its entries stale: they are dropped and the cursor rewound again, so nothing
 //   is delivered out of order (see doc/broker.md). Without a pool (tests) reads are inline.
 // Durability: ack completions report durable outcomes (topic_backend.h); seek and unsubscribe
@@ -119,6 +122,11 @@ struct subscription_stats {
     std::uint64_t messages_dispatched = 0;  // messages (not entries) sent to consumers
     std::uint64_t bytes_dispatched = 0;     // stored entry bytes sent (each delivery counted)
     std::uint64_t redeliveries = 0;
+    // Cursor reads that returned entries on the dispatching io thread (subscription_cursor::
+    // try_read; one that found nothing new is not counted), and reads handed to the blocking
+    // pool (the try would have blocked, or inline reads are off).
+    std::uint64_t reads_inline = 0;
+    std::uint64_t reads_pool = 0;
 };
 
 class subscription : public std::enable_shared_from_this<subscription> {
@@ -232,9 +240,10 @@ private:
     void elect_active_locked();
     void release_pending_locked(const consumer* owner, std::span<const std::uint64_t> only);
     void rewind_locked();
-    // Reads up to `want` entries into buffer_. Inline (no pool): true when the cursor returned
-    // entries. With a pool: starts the read (unless one is in flight) and returns false; the
-    // completion continues the dispatch.
+    // Reads up to `want` entries into buffer_. Inline (no pool, or with a pool when
+    // options_.inline_reads and try_read does not block): true when the cursor returned
+    // entries. Otherwise with a pool: starts the read there (unless one is in flight) and
+    // returns false; the completion continues the dispatch.
     bool read_locked(std::size_t want);
     void add_read_locked(std::vector<dispatch_entry>& entries);
     // What a compacted read took of view_from_ (given back when its entries are dropped).
@@ -247,6 +256,8 @@ private:
     // A read's entries were dropped (stale or failed): its view_from_ comes back unless a seek
     // set it meanwhile.
     void give_back_view_claim(const view_claim& claim);
+    // A failed read: logged, and dispatch runs again in 1 s. Requires: mu_ held.
+    void retry_read_later_locked(const std::error_code& ec);
     void on_read_done(std::uint64_t epoch,
                       result<std::vector<dispatch_entry>> r,
                       const view_claim& claim);
@@ -311,6 +322,8 @@ private:
     std::atomic<std::uint64_t> dispatched_{0};
     std::atomic<std::uint64_t> bytes_dispatched_{0};
     std::atomic<std::uint64_t> redeliveries_{0};
+    std::atomic<std::uint64_t> reads_inline_{0};
+    std::atomic<std::uint64_t> reads_pool_{0};
 };
 
 }  // namespace nereus::broker

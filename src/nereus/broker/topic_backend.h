@@ -175,6 +175,15 @@ public:
     // Up to max_entries undelivered, not fully acked entries from the in-memory read position,
     // which then moves past them. Blocking (storage reads).
     [[nodiscard]] virtual result<std::vector<dispatch_entry>> read(std::size_t max_entries) = 0;
+    // read() for a thread that must never wait (an io thread): the same entries read() would
+    // return, or a prefix of them, or std::errc::operation_would_block when serving the read
+    // could wait for a disk or for a lock held across I/O; that answer leaves the read position
+    // where it was (read() on the blocking pool then does the read). Other errors as read().
+    // The default always answers would-block.
+    [[nodiscard]] virtual result<std::vector<dispatch_entry>> try_read(
+        std::size_t /*max_entries*/) {
+        return nereus::error(std::errc::operation_would_block);
+    }
     // The read position goes back to the mark-delete position (redelivery).
     virtual void rewind() = 0;
 

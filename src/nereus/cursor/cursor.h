@@ -180,6 +180,21 @@ public:
     [[nodiscard]] std::uint64_t backlog() const;
     [[nodiscard]] std::uint32_t redelivery_count(offset entry) const;
     [[nodiscard]] cursor_snapshot snapshot() const;
+    // Calls f(state, fence) with the confirmed state and fence (what the accessors above read)
+    // under the handle's mutex if that mutex is free now, and returns true; returns false
+    // without calling f when another thread holds it, which may be for as long as a snapshot
+    // write (a spilled state's commit holds it across the object-store put). For callers that
+    // must not wait (ledger::managed_cursor::try_read on a broker io thread). f must not call
+    // into this cursor.
+    template <class F>
+    bool try_inspect(F&& f) const {
+        const std::unique_lock lock(mu_, std::try_to_lock);
+        if (!lock.owns_lock()) {
+            return false;
+        }
+        f(static_cast<const cursor_state&>(state_), fence{root_.generation, root_.epoch});
+        return true;
+    }
     [[nodiscard]] std::size_t resident_bytes() const;
     [[nodiscard]] const cursor_id& id() const { return id_; }
     [[nodiscard]] const cursor_keys& keys() const { return keys_; }

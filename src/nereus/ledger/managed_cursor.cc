@@ -10,6 +10,8 @@
 #include "nereus/storage/stream_store.h"
 
 #include <future>
+#include <mutex>
+#include <utility>
 
 namespace nereus::ledger {
 namespace {
@@ -196,6 +198,117 @@ result<read_result> managed_cursor::read(std::size_t max_entries, std::size_t ma
         e_->read_pos = batch->next(storage::offset(from)).value();
         out.buffers.push_back(std::move(*batch));
     }
+    return out;
+}
+
+// read()'s walk with every wait replaced by a try: the read position and the cursor state are
+// taken with try-locks, storage reads with read_nowait, and the position is written back only
+// at the end (a would-block answer before any entry leaves it untouched; one after some
+// entries returns those, as a read with a smaller max_entries would have).
+result<read_result> managed_cursor::try_read(std::size_t max_entries, std::size_t max_bytes) {
+    const auto would_block = [] {
+        return nereus::error(storage::errc::would_block);
+    };
+    NEREUS_TRY(ledger_->admit(operation::read));
+    ledger_stream& s = ledger_->stream();
+    const std::unique_lock lock(e_->read_mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        return would_block();
+    }
+    // Runs f(state, fence) under the state's mutex if it is free now.
+    const auto inspect = [this](auto&& f) -> bool {
+        if (e_->durable) {
+            return e_->c->try_inspect(f);
+        }
+        const std::unique_lock nl(e_->mu, std::try_to_lock);
+        if (!nl.owns_lock()) {
+            return false;
+        }
+        f(std::as_const(e_->nd_state), e_->nd_fence);
+        return true;
+    };
+    cursor::fence f{};
+    offset pos = 0;
+    const bool looked = inspect([&](const cursor::cursor_state& st, cursor::fence cf) {
+        f = cf;
+        // As read(): a new generation or epoch restarts delivery at MDO; never below MDO.
+        pos = cf != e_->read_fence ? st.mark_delete() : std::max(e_->read_pos, st.mark_delete());
+    });
+    if (!looked || pos < s.start()) {
+        return would_block();  // a trimmed read position: read() reports the skip
+    }
+    const offset end = s.end();
+    read_result out;
+    std::size_t bytes = 0;
+    bool blocked = false;  // stopped by something that would have waited
+    while (out.entries.size() < max_entries && bytes < max_bytes) {
+        offset from = 0;
+        if (!inspect([&](const cursor::cursor_state& st, cursor::fence) {
+                from = st.next_unacked(pos);
+            })) {
+            blocked = true;  // busy: what was read so far, or would_block below
+            break;
+        }
+        if (from >= end) {
+            pos = std::max(pos, std::min(from, end));
+            break;
+        }
+        auto batch = ledger_->env().streams->read_nowait(
+            s.id(), storage::offset(from),
+            std::min<std::uint64_t>(max_entries - out.entries.size(), end - from),
+            max_bytes - bytes);
+        if (!batch) {
+            if (batch.error() == storage::errc::would_block) {
+                blocked = true;
+                break;
+            }
+            return nereus::error(batch.error());
+        }
+        if (batch->empty()) {
+            break;
+        }
+        std::error_code bad;
+        const bool got = inspect([&](const cursor::cursor_state& st, cursor::fence) {
+            for (const auto& ev : *batch) {
+                const offset at = ev.at.value();
+                if (at >= end || st.is_acked(at)) {
+                    continue;
+                }
+                auto h = format::decode_entry_header(ev.payload);
+                if (!h) {
+                    bad = h.error();
+                    return;
+                }
+                delivered_entry d;
+                d.id = message_id{ledger_->ledger_id(), at, -1};
+                d.at = at;
+                d.publish_time = h->publish_time;
+                d.batch_size = h->batch_size;
+                if (const auto* b = st.remaining(at)) {
+                    d.remaining = *b;
+                }
+                d.payload = ev.payload.subspan(format::kEntryHeaderSize);
+                d.fence = f;
+                bytes += ev.payload.size();
+                out.entries.push_back(std::move(d));
+            }
+        });
+        if (bad) {
+            return nereus::error(bad);
+        }
+        if (!got) {
+            blocked = true;  // the batch is dropped; pos stays before it
+            break;
+        }
+        pos = batch->next(storage::offset(from)).value();
+        out.buffers.push_back(std::move(*batch));
+    }
+    if (blocked && out.entries.empty()) {
+        return would_block();  // nothing moves: read() starts from the same place
+    }
+    e_->read_fence = f;
+    e_->read_pos = pos;
+    ledger_->try_touch(e_->name);
     return out;
 }
 

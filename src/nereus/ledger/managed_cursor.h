@@ -94,6 +94,16 @@ public:
     // Errors: not_admitted, storage errors (a durable cursor never reads trimmed data).
     [[nodiscard]] result<read_result> read(std::size_t max_entries,
                                            std::size_t max_bytes = std::size_t{4} << 20);
+    // read() for a thread that must not wait (a broker io thread): the same entries read()
+    // would return (or a prefix of them), or std::errc::operation_would_block (storage's
+    // errc::would_block) when anything on the way could wait — a storage read that needs the
+    // disk (stream_store::read_nowait), a mutex that is busy (the read position's, the cursor
+    // state's, which a spilled commit holds across a snapshot write), or a trimmed read
+    // position of a non-durable cursor (its skip is reported by read()). A would-block
+    // answer changes nothing: the read position stays where it was. Reads no metadata and no
+    // snapshot. Other errors as read(), also without moving the read position.
+    [[nodiscard]] result<read_result> try_read(std::size_t max_entries,
+                                               std::size_t max_bytes = std::size_t{4} << 20);
     // Redeliver: the read position goes back to MDO.
     void rewind();
     [[nodiscard]] offset read_position() const;

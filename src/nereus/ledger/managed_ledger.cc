@@ -1065,6 +1065,16 @@ void managed_ledger::touch(const std::string& name) {
     }
 }
 
+void managed_ledger::try_touch(const std::string& name) {
+    const std::unique_lock lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        return;
+    }
+    if (auto it = activity_.find(name); it != activity_.end()) {
+        it->second = std::max(it->second, now());
+    }
+}
+
 // ---------------------------------------------------------------- idle expiry
 
 result<std::vector<std::string>> managed_ledger::expire_idle_cursors(

@@ -167,6 +167,9 @@ private:
     void note_error(const std::error_code& ec);
     std::int64_t now() const;
     void touch(const std::string& name);
+    // touch() if mu_ is free now, else nothing (mu_ may be held while a cursor's mutex is
+    // waited for, e.g. by trim; managed_cursor::try_read must not wait).
+    void try_touch(const std::string& name);
     cursor::cursor_env cursor_env() const;
     cursor::cursor_id cursor_id(const std::string& name) const;
 

@@ -32,8 +32,18 @@ public:
                 return "record too large";
             case errc::invalid_argument:
                 return "invalid argument";
+            case errc::would_block:
+                return "read would block";
         }
         return "unknown storage error " + std::to_string(ev);
+    }
+    // would_block is operation_would_block to code outside storage (the broker, which sees
+    // neither this enum nor the file layer's code, tests for that condition).
+    std::error_condition default_error_condition(int ev) const noexcept override {
+        if (static_cast<errc>(ev) == errc::would_block) {
+            return std::errc::operation_would_block;
+        }
+        return {ev, *this};
     }
 };
 

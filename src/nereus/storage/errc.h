@@ -21,6 +21,8 @@ enum class errc {
     closed,              // the store is closed (or closing)
     record_too_large,    // payload exceeds the format's limit
     invalid_argument,    // a malformed argument (e.g. bad options)
+    would_block,         // read_nowait: serving the read needs I/O that could wait for a disk
+                         // (compares equal to std::errc::operation_would_block)
 };
 
 const std::error_category& storage_category() noexcept;

@@ -58,6 +58,11 @@ result<std::shared_ptr<file>> fd_cache::get(const segment_key& k) {
     return f;
 }
 
+std::shared_ptr<file> fd_cache::find(const segment_key& k) {
+    const std::unique_lock lock(mu_, std::try_to_lock);
+    return lock.owns_lock() ? lookup_locked(k) : nullptr;
+}
+
 result<std::shared_ptr<file>> fd_cache::get_uncached(const segment_key& k) {
     {
         const std::lock_guard lock(mu_);

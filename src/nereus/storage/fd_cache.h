@@ -50,6 +50,9 @@ public:
 
     // The cached file, or opens it read-write (must exist) and caches it.
     [[nodiscard]] result<std::shared_ptr<file>> get(const segment_key& k);
+    // The cached file, or nullptr: never opens one and never waits for the mutex (nullptr when
+    // it is busy), for reads that must not wait.
+    [[nodiscard]] std::shared_ptr<file> find(const segment_key& k);
     // The cached file, or opens it without caching it (for one-off use such as a sync).
     [[nodiscard]] result<std::shared_ptr<file>> get_uncached(const segment_key& k);
     // Inserts a file the caller just created.

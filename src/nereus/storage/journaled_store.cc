@@ -67,6 +67,13 @@ void stream_store::append(stream_id id,
     append(id, payload, std::move(done));
 }
 
+result<read_batch> stream_store::read_nowait(stream_id /*id*/,
+                                             offset /*from*/,
+                                             std::size_t /*max_entries*/,
+                                             std::size_t /*max_bytes*/) {
+    return error(errc::would_block);
+}
+
 result<offset> stream_store::append_sync(stream_id id, bytes_view payload) {
     struct waiter {
         std::mutex mu;

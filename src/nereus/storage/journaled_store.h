@@ -6,7 +6,8 @@
 //
 // Threads:
 //   - callers: append() copies the record into the pending group buffer (one mutex); reads run
-//     on the caller's thread against the segment files.
+//     on the caller's thread against the segment files (read_nowait: only from open files and
+//     the page cache, for threads that must not wait for a disk).
 //   - committer: swaps the pending group out, writes it as ONE journal block (one write and one
 //     fdatasync; into a prepared file, one page-aligned O_DIRECT | O_DSYNC write that is
 //     durable when it returns), then copies each record into its stream's segment file (page
@@ -88,6 +89,10 @@ public:
                             offset from,
                             std::size_t max_entries,
                             std::size_t max_bytes) override;
+    result<read_batch> read_nowait(stream_id id,
+                                   offset from,
+                                   std::size_t max_entries,
+                                   std::size_t max_bytes) override;
     result<stream_info> info(stream_id id) override;
     result<offset> trim(stream_id id, offset floor) override;
     std::vector<stream_id> list_streams() override;
@@ -208,6 +213,10 @@ private:
 
     // --- reads (journaled_store_read.cc) ---
     result<void> load_index(stream_state& st, std::uint64_t base);
+    // read() and read_nowait(): with `nowait`, errc::would_block instead of opening a file,
+    // building an index or a pread that would wait for the disk.
+    result<read_batch> read_impl(
+        stream_id id, offset from, std::size_t max_entries, std::size_t max_bytes, bool nowait);
     tl::unexpected<std::error_code> corruption(errc code, corruption_info info);
     std::shared_ptr<stream_state> find_stream(std::uint64_t id);
     static bool is_not_found(const std::error_code& ec) {

@@ -63,9 +63,31 @@ result<read_batch> journaled_store::read(stream_id id,
                                          offset from,
                                          std::size_t max_entries,
                                          std::size_t max_bytes) {
+    return read_impl(id, from, max_entries, max_bytes, false);
+}
+
+result<read_batch> journaled_store::read_nowait(stream_id id,
+                                                offset from,
+                                                std::size_t max_entries,
+                                                std::size_t max_bytes) {
+    return read_impl(id, from, max_entries, max_bytes, true);
+}
+
+// With `nowait` the same walk, checks and results, except that each step that could wait
+// answers errc::would_block instead (nothing is changed by then: a segment's file stays
+// closed, its index unbuilt): a pread of bytes not in the page cache, an open, an index scan,
+// and a busy mutex (mu_, view_mu, fds_'s are only tried).
+result<read_batch> journaled_store::read_impl(
+    stream_id id, offset from, std::size_t max_entries, std::size_t max_bytes, bool nowait) {
     std::shared_ptr<stream_state> st;
     {
-        const std::lock_guard lock(mu_);
+        // nowait: every mutex is tried, not waited for (a busy one answers would_block): the
+        // holders are other threads' short critical sections, but on a loaded machine a holder
+        // may be preempted for a scheduler slice, which an io thread must not sit out.
+        std::unique_lock lock(mu_, std::defer_lock);
+        if (!(nowait ? lock.try_lock() : (lock.lock(), true))) {
+            return error(errc::would_block);
+        }
         if (closed_) {
             return error(errc::closed);
         }
@@ -100,7 +122,10 @@ result<read_batch> journaled_store::read(stream_id id,
         // byte budget (a read of 500 x 100 B entries read 288 KiB before, for ~70 KiB).
         std::uint64_t need_end = 0;
         {
-            std::unique_lock lock(st->view_mu);
+            std::unique_lock lock(st->view_mu, std::defer_lock);
+            if (!(nowait ? lock.try_lock() : (lock.lock(), true))) {
+                return error(errc::would_block);
+            }
             if (cur < st->first) {
                 if (got.empty()) {
                     return error(errc::trimmed);
@@ -117,6 +142,9 @@ result<read_batch> journaled_store::read(stream_id id,
             --it;
             base = it->base;
             if (cur < it->unindexed_end) {
+                if (nowait) {
+                    return error(errc::would_block);  // building the index scans the segment
+                }
                 lock.unlock();
                 NEREUS_TRY(load_index(*st, base));
                 continue;
@@ -130,7 +158,10 @@ result<read_batch> journaled_store::read(stream_id id,
                 it->index.ceiling(cur + (max_entries - got.size()), {seg_end, seg_bytes}).pos;
         }
         const segment_key k = key(*st, base);
-        auto opened = fds_.get(k);
+        auto opened = nowait ? result<std::shared_ptr<file>>(fds_.find(k)) : fds_.get(k);
+        if (opened && *opened == nullptr) {
+            return error(errc::would_block);  // not open: an open() may wait for the disk
+        }
         if (!opened) {
             if (is_not_found(opened.error()) && ++retries < 3) {
                 continue;  // trimmed meanwhile: the view says so on the next pass
@@ -166,9 +197,13 @@ result<read_batch> journaled_store::read(stream_id id,
             buf.resize(old + want);
             std::size_t done = 0;
             while (done < want) {
-                auto r = f.read_at(read_end + done,
-                                   std::span<std::byte>(buf.data() + old + done, want - done));
+                const std::span<std::byte> into(buf.data() + old + done, want - done);
+                auto r = nowait ? f.read_at_nowait(read_end + done, into)
+                                : f.read_at(read_end + done, into);
                 if (!r) {
+                    if (nowait && r.error() == std::errc::operation_would_block) {
+                        return error(errc::would_block);
+                    }
                     return error(r.error());
                 }
                 if (*r == 0) {

@@ -177,6 +177,18 @@ result<read_batch> reopening_store::read(stream_id id,
     return s->read(id, from, max_entries, max_bytes);
 }
 
+result<read_batch> reopening_store::read_nowait(stream_id id,
+                                                offset from,
+                                                std::size_t max_entries,
+                                                std::size_t max_bytes) {
+    std::error_code ec;
+    auto s = current(ec);
+    if (!s) {
+        return error(ec);
+    }
+    return s->read_nowait(id, from, max_entries, max_bytes);
+}
+
 result<stream_info> reopening_store::info(stream_id id) {
     std::error_code ec;
     auto s = current(ec);

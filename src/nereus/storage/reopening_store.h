@@ -85,6 +85,10 @@ public:
                             offset from,
                             std::size_t max_entries,
                             std::size_t max_bytes) override;
+    result<read_batch> read_nowait(stream_id id,
+                                   offset from,
+                                   std::size_t max_entries,
+                                   std::size_t max_bytes) override;
     result<stream_info> info(stream_id id) override;
     result<offset> trim(stream_id id, offset floor) override;
     std::vector<stream_id> list_streams() override;

@@ -103,6 +103,17 @@ public:
                                                   offset from,
                                                   std::size_t max_entries,
                                                   std::size_t max_bytes) = 0;
+    // read() for a thread that must not wait for a disk (a broker io thread): the same checks,
+    // the same CRC verification and corruption reporting, the same batch — or
+    // errc::would_block (equal to std::errc::operation_would_block) when serving it needs
+    // anything that could wait: a segment file not open yet, an index to build from a
+    // segment scan, or bytes not in the page cache (file::read_at_nowait). A would_block read
+    // changed nothing; read() it elsewhere. Its mutexes are only tried (a busy one answers
+    // would_block too). The default always answers would_block.
+    [[nodiscard]] virtual result<read_batch> read_nowait(stream_id id,
+                                                         offset from,
+                                                         std::size_t max_entries,
+                                                         std::size_t max_bytes);
     [[nodiscard]] virtual result<stream_info> info(stream_id id) = 0;
     // Deletes whole segments whose every entry is below `floor` (never the active segment) and
     // returns the first retained offset. Durable on success.

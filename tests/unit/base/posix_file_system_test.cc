@@ -1,11 +1,16 @@
+#include "nereus/base/fault_file_system.h"
 #include "nereus/base/file_system.h"
+#include "nereus/base/forwarding_file_system.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace nereus {
@@ -124,6 +129,93 @@ TEST_F(PosixFileSystem, DirectWritesMustBeAlignedAndReadBack) {
         ASSERT_EQ(out[3 * kDirectIoAlign + i], raw[i]) << i;
     }
     EXPECT_FALSE(fs->open_direct(path_join(dir_, "missing")));
+}
+
+// read_at_nowait of bytes just written (in the page cache): read_at's count and bytes, also a
+// short count at end of file and 0 past it. After fdatasync + POSIX_FADV_DONTNEED the pages
+// may be gone: then it must say would-block (never wait, never return wrong bytes).
+TEST_F(PosixFileSystem, NowaitReadServesCachedBytes) {
+    auto fs = posix_file_system();
+    const auto path = path_join(dir_, "n");
+    auto f = fs->open(path, open_mode::create_exclusive);
+    ASSERT_TRUE(f);
+    std::string data(3 * 4096 + 100, '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) {
+        data[i] = static_cast<char>('a' + i % 26);
+    }
+    ASSERT_TRUE((*f)->write_at(0, as_bytes(data)));
+    std::string out(data.size() + 50, '\0');
+    auto n = (*f)->read_at_nowait(0, {reinterpret_cast<std::byte*>(out.data()), out.size()});
+    if (!n && n.error() == std::errc::operation_would_block) {
+        GTEST_SKIP() << "this kernel/file system does not serve RWF_NOWAIT reads";
+    }
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_EQ(*n, data.size());  // short only at end of file
+    EXPECT_EQ(out.substr(0, data.size()), data);
+    std::string mid(200, '\0');
+    n = (*f)->read_at_nowait(4000, {reinterpret_cast<std::byte*>(mid.data()), mid.size()});
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, 200U);
+    EXPECT_EQ(mid, data.substr(4000, 200));
+    n = (*f)->read_at_nowait(data.size() + 10,
+                             {reinterpret_cast<std::byte*>(mid.data()), mid.size()});
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, 0U);
+
+    // Evicted (where the file system lets us): would-block or the right bytes, nothing else.
+    ASSERT_TRUE((*f)->sync());
+    auto r = fs->open(path, open_mode::read_only);
+    ASSERT_TRUE(r);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    std::string again(data.size(), '\0');
+    n = (*r)->read_at_nowait(0, {reinterpret_cast<std::byte*>(again.data()), again.size()});
+    if (n) {
+        EXPECT_EQ(*n, data.size());
+        EXPECT_EQ(again, data);
+    } else {
+        EXPECT_EQ(n.error(), std::errc::operation_would_block) << n.error().message();
+    }
+    // read_at always serves (and brings the pages back).
+    ASSERT_EQ(*(*r)->read_at(0, {reinterpret_cast<std::byte*>(again.data()), again.size()}),
+              data.size());
+    EXPECT_EQ(again, data);
+}
+
+// A file implementation that does not override read_at_nowait answers would-block (the safe
+// default), and forwarding_file passes the call to the file it wraps.
+TEST(FileDefaults, NowaitReadDefaultsToWouldBlockAndForwards) {
+    class plain final : public file {
+    public:
+        result<void> write_at(std::uint64_t, bytes_view) override { return {}; }
+        result<void> writev_at(std::uint64_t, std::span<const bytes_view>) override { return {}; }
+        result<std::size_t> read_at(std::uint64_t, std::span<std::byte> out) override {
+            return out.size();
+        }
+        result<void> sync() override { return {}; }
+        result<std::uint64_t> size() override { return std::uint64_t{0}; }
+        result<void> truncate(std::uint64_t) override { return {}; }
+        result<void> preallocate(std::uint64_t) override { return {}; }
+    };
+    std::array<std::byte, 8> buf{};
+    plain p;
+    EXPECT_EQ(p.read_at_nowait(0, buf).error(), std::errc::operation_would_block);
+    forwarding_file fwd(std::make_unique<plain>());
+    EXPECT_EQ(fwd.read_at_nowait(0, buf).error(), std::errc::operation_would_block);
+    fault_file_system mem;
+    auto m = mem.open("/x", open_mode::create);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE((*m)->write_at(0, as_bytes("abc")));
+    forwarding_file fm(std::move(*m));
+    ASSERT_EQ(*fm.read_at_nowait(0, buf), 3U);
+    EXPECT_EQ(buf[2], std::byte{'c'});
+    mem.set_nowait_reads(false);  // a cold cache: every nowait read would block
+    EXPECT_EQ(fm.read_at_nowait(0, buf).error(), std::errc::operation_would_block);
+    EXPECT_EQ(*fm.read_at(0, buf), 3U);  // read_at still serves
+    mem.set_nowait_reads(true);
+    EXPECT_EQ(*fm.read_at_nowait(1, buf), 2U);
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
         "maxUnackedMessagesPerConsumer=1000\n"
         "keepAliveIntervalSeconds=5\n"
         "brokerShutdownTimeoutMs=100\n"
-        "dispatcherMaxReadBatchSize=32\n",
+        "dispatcherMaxReadBatchSize=32\n"
+        "dispatcherInlineReads=true\n",
         "t.conf", o);
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(o.port, 6651);
@@ -46,6 +47,7 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
     EXPECT_EQ(o.keepalive_interval_s, 5u);
     EXPECT_EQ(o.stop_timeout_ms, 100u);
     EXPECT_EQ(o.dispatch_batch, 32u);
+    EXPECT_TRUE(o.inline_reads);  // off by default
 }
 
 TEST(StandaloneConfig, MetadataStoreUrlTakesZooKeeperUrlsOnly) {

@@ -77,7 +77,8 @@ private:
 class counting_streams final : public storage::stream_store {
 public:
     explicit counting_streams(storage::stream_store* inner) : inner_(inner) {}
-    std::atomic<std::uint64_t> appends{0}, reads{0}, trims{0}, creates{0}, infos{0};
+    std::atomic<std::uint64_t> appends{0}, reads{0}, nowait_reads{0}, trims{0}, creates{0},
+        infos{0};
     std::uint64_t mutations() const { return appends + trims + creates; }
     void set_inner(storage::stream_store* inner) { inner_ = inner; }
 
@@ -101,6 +102,13 @@ public:
                                      std::size_t b) override {
         ++reads;
         return inner_->read(id, from, n, b);
+    }
+    result<storage::read_batch> read_nowait(storage::stream_id id,
+                                            storage::offset from,
+                                            std::size_t n,
+                                            std::size_t b) override {
+        ++nowait_reads;
+        return inner_->read_nowait(id, from, n, b);
     }
     result<storage::stream_info> info(storage::stream_id id) override {
         ++infos;
