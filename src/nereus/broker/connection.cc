@@ -50,8 +50,7 @@ connection::connection(strand_type strand, asio::ip::tcp::socket socket, broker_
       keepalive_timer_(strand_),
       decoder_(proto::decoder_options{ctx.options.max_message_size + proto::frame_padding, true,
                                       true,
-                                      /*fast_send=*/true, /*fast_send_receipt=*/false,
-                                      /*fast_message=*/false, /*fast_ack=*/true}),
+                                      /*fast_send=*/true}),
       rbuf_(initial_rbuf) {
     boost::system::error_code ec;
     const auto ep = socket_.remote_endpoint(ec);

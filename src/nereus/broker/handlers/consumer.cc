@@ -191,17 +191,10 @@ void connection::handle_flow(const proto::frame_view& f) {
 }
 
 void connection::handle_ack(const proto::frame_view& f) {
-    // A plain ACK (ids of ledger and entry only) comes read by the decoder's fast_ack scanner,
-    // any other shape with the generic parse (frame_decoder.h); both are handled alike.
-    const bool plain = f.ack.has_value();
+    const auto& a = f.command().ack();
     const std::optional<std::uint64_t> req =
-        plain ? (f.ack->has_request_id ? std::optional<std::uint64_t>(f.ack->request_id)
-                                       : std::nullopt)
-              : (f.command().ack().has_request_id()
-                     ? std::optional<std::uint64_t>(f.command().ack().request_id())
-                     : std::nullopt);
-    const auto consumer_id = plain ? f.ack->consumer_id : f.command().ack().consumer_id();
-    const bool cumulative = plain ? f.ack->cumulative : f.command().ack().ack_type() == 1;
+        a.has_request_id() ? std::optional<std::uint64_t>(a.request_id()) : std::nullopt;
+    const auto consumer_id = a.consumer_id();
     auto respond = [this, consumer_id](std::uint64_t r, const result<void>& outcome) {
         if (proto::peer_knows(proto::command_type::ack_response, peer_version_)) {
             write_frame([&](proto::frame_buffer& b) {
@@ -226,34 +219,21 @@ void connection::handle_ack(const proto::frame_view& f) {
         return;
     }
     std::vector<ack_id> ids;
+    ids.reserve(static_cast<std::size_t>(a.message_id_size()));
     const auto ledger_id = it->second.t->store().ledger_id();
-    if (plain) {
-        ids.reserve(f.ack->ids.size());
-        for (const auto& m : f.ack->ids) {
-            if (m.ledger_id != ledger_id) {
-                continue;  // another incarnation of the topic: no effect (answered success)
-            }
-            ack_id id;
-            id.entry_id = m.entry_id;
-            ids.push_back(std::move(id));
+    for (const auto& m : a.message_id()) {
+        if (m.ledgerid() != ledger_id) {
+            continue;  // another incarnation of the topic: no effect (answered success)
         }
-    } else {
-        const auto& a = f.command().ack();
-        ids.reserve(static_cast<std::size_t>(a.message_id_size()));
-        for (const auto& m : a.message_id()) {
-            if (m.ledgerid() != ledger_id) {
-                continue;  // another incarnation of the topic: no effect (answered success)
-            }
-            ack_id id;
-            id.entry_id = m.entryid();
-            const auto set = proto::ack_set_of(m);
-            id.ack_set.assign(set.begin(), set.end());
-            id.batch_size = m.has_batch_size() ? m.batch_size() : 0;
-            ids.push_back(std::move(id));
-        }
+        ack_id id;
+        id.entry_id = m.entryid();
+        const auto set = proto::ack_set_of(m);
+        id.ack_set.assign(set.begin(), set.end());
+        id.batch_size = m.has_batch_size() ? m.batch_size() : 0;
+        ids.push_back(std::move(id));
     }
     std::weak_ptr<connection> weak = weak_from_this();
-    it->second.sub->ack(*it->second.c, cumulative, std::move(ids),
+    it->second.sub->ack(*it->second.c, a.ack_type() == 1, std::move(ids),
                         [weak, req, respond](result<void> r) {
                             if (!req) {
                                 return;
