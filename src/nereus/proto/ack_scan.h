@@ -1,7 +1,8 @@
 #pragma once
 
 // Direct scanner for a plain ACK command (the broker's ack hot path: every consumed message is
-// acknowledged through one), without protobuf.
+// acknowledged through one), without protobuf. Not switched on in the broker yet
+// (decoder_options::fast_ack): see doc/perf.md, "Consume + ack path, round 5".
 //
 // scan_ack_command() reads only the common shape: a BaseCommand of type ACK with one `ack`
 // sub-message of consumer_id, ack_type (Individual or Cumulative), request_id and message ids

@@ -65,8 +65,9 @@ struct decoder_options {
     // frame_view::consumer_metadata are set (the payload section is checked by the same code
     // on both paths); command() / metadata() exist only when the generic parse ran.
     bool fast_message = false;
-    // ACK frames (the broker's ack path): plain ACKs (message ids of ledgerId, entryId and
-    // partition only; no properties, transaction or validation fields) are read with
+    // ACK frames (a broker's ack path; the broker does not switch it on: its A/B showed no
+    // win, doc/perf.md "Consume + ack path, round 5"): plain ACKs (message ids of ledgerId, entryId
+    // and partition only; no properties, transaction or validation fields) are read with
     // scan_ack_command into frame_view::ack, without command(). Other ACKs: the generic parse
     // (frame_view::ack unset, command() available). Off: generic only.
     bool fast_ack = false;
