@@ -4,7 +4,9 @@
 // than given, "need more" always asks for more than given, and a frame decoded from the whole
 // buffer decodes identically when the bytes arrive split, and a decoder with fast_send (the
 // broker's direct SEND scanners, send_scan.h) decodes every frame exactly as the generic one,
-// and so does one with fast_send_receipt (a producer's SEND_RECEIPT scanner).
+// and so does one with fast_send_receipt (a producer's SEND_RECEIPT scanner), one with
+// fast_message (a client consumer's MESSAGE scanners: the same fields as protobuf's parse) and
+// the broker's fast_ack (a plain ACK's ids and fields as protobuf reads them).
 
 #include "nereus/proto/batch_codec.h"
 #include "nereus/proto/frame_decoder.h"
@@ -26,12 +28,71 @@ void check(bool ok) {
     }
 }
 
+// The consumer decoder (fast_message) against the generic one on one frame.
+void check_message(const nereus::proto::frame_view& a, const nereus::proto::frame_view& b) {
+    check(a.size == b.size && a.raw_type == b.raw_type && a.known_type == b.known_type);
+    check(a.message_error == b.message_error && a.checksum == b.checksum);
+    check(a.payload.data() == b.payload.data() && a.payload.size() == b.payload.size());
+    if (!a.known_type || a.type() != nereus::proto::command_type::message) {
+        return;
+    }
+    const auto& c = a.command().message();
+    check(b.message.consumer_id == c.consumer_id());
+    check(b.message.ledger_id == c.message_id().ledgerid());
+    check(b.message.entry_id == c.message_id().entryid());
+    check(b.message.partition == c.message_id().partition());
+    check(b.message.batch_index == c.message_id().batch_index());
+    check(b.message.redelivery_count == c.redelivery_count());
+    check(b.message.ack_set.size() == static_cast<std::size_t>(c.ack_set_size()));
+    check(b.consumer_metadata.has_value() == (a.metadata() != nullptr));
+    if (const auto* md = a.metadata()) {
+        const auto& x = *b.consumer_metadata;
+        check(x.producer_name == md->producer_name() && x.sequence_id == md->sequence_id());
+        check(x.publish_time == md->publish_time() && x.event_time == md->event_time());
+        check(x.has_event_time == md->has_event_time());
+        check(x.partition_key == md->partition_key());
+        check(x.has_partition_key == md->has_partition_key());
+        check(x.ordering_key == md->ordering_key());
+        check(x.has_ordering_key == md->has_ordering_key());
+        check(x.compression == md->compression());
+        check(x.uncompressed_size == md->uncompressed_size());
+        check(x.num_messages_in_batch == md->num_messages_in_batch());
+        check(x.has_num_messages_in_batch == md->has_num_messages_in_batch());
+        check(x.properties.size() == static_cast<std::size_t>(md->properties_size()));
+        for (int i = 0; i < md->properties_size(); ++i) {
+            const auto& p = x.properties[static_cast<std::size_t>(i)];
+            check(p.key == md->properties(i).key() && p.value == md->properties(i).value());
+        }
+    }
+}
+
+// The broker's decoder (fast_ack) against the generic one on one frame.
+void check_ack(const nereus::proto::frame_view& a, const nereus::proto::frame_view& b) {
+    if (!b.ack) {
+        return;
+    }
+    check(a.known_type && a.type() == nereus::proto::command_type::ack && !b.has_command());
+    const auto& c = a.command().ack();
+    check(b.ack->consumer_id == c.consumer_id());
+    check(b.ack->cumulative == (c.ack_type() == 1));
+    check(b.ack->has_request_id == c.has_request_id() && b.ack->request_id == c.request_id());
+    check(b.ack->ids.size() == static_cast<std::size_t>(c.message_id_size()));
+    for (int i = 0; i < c.message_id_size(); ++i) {
+        const auto& id = b.ack->ids[static_cast<std::size_t>(i)];
+        check(id.ledger_id == c.message_id(i).ledgerid());
+        check(id.entry_id == c.message_id(i).entryid());
+        check(id.partition == c.message_id(i).partition());
+        check(c.message_id(i).ack_set_size() == 0 && !c.message_id(i).has_batch_size());
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::span<const std::byte> input(reinterpret_cast<const std::byte*>(data), size);
     frame_decoder whole({.max_frame_size = 1 << 20});
-    frame_decoder fast({.max_frame_size = 1 << 20, .fast_send = true});
+    frame_decoder fast({.max_frame_size = 1 << 20, .fast_send = true, .fast_ack = true});
+    frame_decoder consumer({.max_frame_size = 1 << 20, .fast_message = true});
     nereus::proto::decoder_options receipt_options;
     receipt_options.max_frame_size = 1 << 20;
     receipt_options.fast_send_receipt = true;
@@ -42,10 +103,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto r = whole.decode(rest);
         auto q = fast.decode(rest);
         auto u = fast_receipt.decode(rest);
-        check(r.has_value() == q.has_value() && r.has_value() == u.has_value());
+        auto m = consumer.decode(rest);
+        check(r.has_value() == q.has_value() && r.has_value() == u.has_value() &&
+              r.has_value() == m.has_value());
         if (!r) {
-            check(r.error() == q.error() && r.error() == u.error());
+            check(r.error() == q.error() && r.error() == u.error() && r.error() == m.error());
             break;
+        }
+        check(r->complete == m->complete && r->bytes_needed == m->bytes_needed);
+        if (r->complete) {
+            check_message(r->frame, m->frame);
+            check_ack(r->frame, q->frame);
         }
         check(r->complete == q->complete && r->bytes_needed == q->bytes_needed);
         check(r->complete == u->complete && r->bytes_needed == u->bytes_needed);

@@ -131,6 +131,27 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             return step;
         }
     }
+    if (options_.fast_message) {
+        if (const auto m = scan_message_command(f.command_bytes)) {
+            f.raw_type = static_cast<std::int32_t>(command_type::message);
+            f.known_type = true;
+            f.message = *m;
+            decode_payload_section(body.subspan(size_field_bytes + command_size), f);
+            step.complete = true;
+            return step;
+        }
+    }
+    if (options_.fast_ack) {
+        if (const auto a = scan_ack_command(f.command_bytes, ack_ids_)) {
+            // An ACK has no payload section; bytes after its command are ignored, as the
+            // generic path ignores them for non-payload commands.
+            f.raw_type = static_cast<std::int32_t>(command_type::ack);
+            f.known_type = true;
+            f.ack = *a;
+            step.complete = true;
+            return step;
+        }
+    }
     if (!command_->ParsePartialFromArray(f.command_bytes.data(),
                                          static_cast<int>(f.command_bytes.size()))) {
         return error(errc::bad_command);
@@ -174,6 +195,16 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             f.receipt.partition = s.message_id().partition();
             f.receipt.batch_index = s.message_id().batch_index();
         }
+    }
+    if (type == command_type::message && options_.fast_message) {
+        const auto& m = command_->message();
+        f.message.consumer_id = m.consumer_id();
+        f.message.ledger_id = m.message_id().ledgerid();
+        f.message.entry_id = m.message_id().entryid();
+        f.message.partition = m.message_id().partition();
+        f.message.batch_index = m.message_id().batch_index();
+        f.message.redelivery_count = m.redelivery_count();
+        f.message.ack_set = {m.ack_set().data(), static_cast<std::size_t>(m.ack_set_size())};
     }
     if (is_payload_command(type)) {
         decode_payload_section(body.subspan(size_field_bytes + command_size), f);
@@ -262,6 +293,15 @@ void frame_decoder::parse_metadata(frame_view& f) {
             return;
         }
     }
+    const bool consumer = options_.fast_message && f.type() == command_type::message;
+    if (consumer) {
+        if (const auto c = scan_consumer_metadata(f.metadata_bytes, properties_)) {
+            f.consumer_metadata = *c;
+            f.metadata_values = metadata_fields{c->publish_time, c->num_messages_in_batch,
+                                                c->has_num_messages_in_batch};
+            return;
+        }
+    }
     if (!metadata_->ParsePartialFromArray(f.metadata_bytes.data(),
                                           static_cast<int>(f.metadata_bytes.size()))) {
         f.message_error = errc::bad_metadata;
@@ -273,6 +313,32 @@ void frame_decoder::parse_metadata(frame_view& f) {
     m.num_messages_in_batch = metadata_->num_messages_in_batch();
     m.has_num_messages_in_batch = metadata_->has_num_messages_in_batch();
     f.metadata_values = m;
+    if (consumer) {
+        f.consumer_metadata = consumer_fields(*metadata_);
+    }
+}
+
+consumer_metadata_fields frame_decoder::consumer_fields(const pb::MessageMetadata& md) {
+    consumer_metadata_fields c;
+    c.producer_name = md.producer_name();
+    c.sequence_id = md.sequence_id();
+    c.publish_time = md.publish_time();
+    c.event_time = md.event_time();
+    c.has_event_time = md.has_event_time();
+    c.partition_key = md.partition_key();
+    c.has_partition_key = md.has_partition_key();
+    c.ordering_key = md.ordering_key();
+    c.has_ordering_key = md.has_ordering_key();
+    c.compression = md.compression();
+    c.uncompressed_size = md.uncompressed_size();
+    c.num_messages_in_batch = md.num_messages_in_batch();
+    c.has_num_messages_in_batch = md.has_num_messages_in_batch();
+    properties_.clear();
+    for (const auto& kv : md.properties()) {
+        properties_.push_back({kv.key(), kv.value()});
+    }
+    c.properties = properties_;
+    return c;
 }
 
 }  // namespace nereus::proto

@@ -21,8 +21,10 @@
 //   recurring command shapes does not allocate.
 
 #include "nereus/base/result.h"
+#include "nereus/proto/ack_scan.h"
 #include "nereus/proto/command_type.h"
 #include "nereus/proto/frame_format.h"
+#include "nereus/proto/message_scan.h"
 #include "nereus/proto/send_scan.h"
 
 #include <cstddef>
@@ -31,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <system_error>
+#include <vector>
 
 namespace nereus::proto {
 
@@ -56,6 +59,18 @@ struct decoder_options {
     // falling back to the generic parse for any other shape. A receipt so decoded has no
     // command() object: read frame_view::receipt (set on either path). Off: generic only.
     bool fast_send_receipt = false;
+    // MESSAGE frames (a client consumer's receive path): read the command with
+    // scan_message_command and the metadata with scan_consumer_metadata, falling back to the
+    // generic parse for any shape they do not read. Either way frame_view::message and
+    // frame_view::consumer_metadata are set (the payload section is checked by the same code
+    // on both paths); command() / metadata() exist only when the generic parse ran.
+    bool fast_message = false;
+    // ACK frames (a broker's ack path; the broker does not switch it on: its A/B showed no
+    // win, doc/perf.md "Consume + ack path, round 5"): plain ACKs (message ids of ledgerId, entryId
+    // and partition only; no properties, transaction or validation fields) are read with
+    // scan_ack_command into frame_view::ack, without command(). Other ACKs: the generic parse
+    // (frame_view::ack unset, command() available). Off: generic only.
+    bool fast_ack = false;
 };
 
 enum class checksum_state : std::uint8_t {
@@ -101,9 +116,18 @@ struct frame_view {
     // Set when the metadata was parsed (parse_metadata on, no message_error): the fields the
     // broker reads, on either path.
     std::optional<metadata_fields> metadata_values;
+    // MESSAGE with fast_message on: the command's fields (either path).
+    message_fields message;
+    // MESSAGE with fast_message on, when the metadata was parsed (no message_error): what a
+    // received message exposes (either path). Views the frame or the decoder: valid until the
+    // next decode().
+    std::optional<consumer_metadata_fields> consumer_metadata;
+    // ACK read by the fast_ack scanner (has_command() false); ids view the decoder.
+    std::optional<ack_fields> ack;
 
     // True when the generic parse ran, so command() is available; false for a SEND read by the
-    // fast_send scanners or a SEND_RECEIPT read by the fast_send_receipt one.
+    // fast_send scanners, a SEND_RECEIPT read by the fast_send_receipt one, a MESSAGE read by
+    // the fast_message one or an ACK read by the fast_ack one.
     bool has_command() const noexcept { return command_ != nullptr; }
     // The parsed command. Valid until the next decode(). Requires has_command().
     const pb::BaseCommand& command() const noexcept { return *command_; }
@@ -146,10 +170,13 @@ public:
 private:
     void decode_payload_section(std::span<const std::byte> rest, frame_view& f);
     void parse_metadata(frame_view& f);
+    consumer_metadata_fields consumer_fields(const pb::MessageMetadata& md);
 
     decoder_options options_;
     std::unique_ptr<pb::BaseCommand> command_;
     std::unique_ptr<pb::MessageMetadata> metadata_;
+    std::vector<property_view> properties_;  // consumer_metadata's, reused
+    std::vector<ack_entry> ack_ids_;         // a fast ACK's ids, reused
 };
 
 // Reads the raw value of top-level varint field `field_number` from serialized protobuf bytes

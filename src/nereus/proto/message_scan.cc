@@ -155,6 +155,124 @@ std::optional<message_metadata_fields> scan_message_metadata(
     return m;
 }
 
+namespace {
+
+std::string_view as_view(std::span<const std::byte> b) noexcept {
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// A length-delimited field's body at `pos` (advanced past it); false when it runs past the end.
+bool read_len(std::span<const std::byte> b, std::size_t& pos, std::span<const std::byte>& out) {
+    std::uint64_t n = 0;
+    if (!varint9(b, pos, n) || n > b.size() - pos) {
+        return false;
+    }
+    out = b.subspan(pos, static_cast<std::size_t>(n));
+    pos += static_cast<std::size_t>(n);
+    return true;
+}
+
+// KeyValue: key (1) and value (2), strings, last occurrence wins; anything else declines.
+bool scan_key_value(std::span<const std::byte> b, property_view& kv) noexcept {
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        std::uint64_t tag = 0;
+        std::span<const std::byte> v;
+        if (!varint9(b, pos, tag) || (tag != 0x0a && tag != 0x12) || !read_len(b, pos, v)) {
+            return false;
+        }
+        (tag == 0x0a ? kv.key : kv.value) = as_view(v);
+    }
+    return true;
+}
+
+}  // namespace
+
+std::optional<consumer_metadata_fields> scan_consumer_metadata(
+    std::span<const std::byte> b, std::vector<property_view>& properties) {
+    constexpr std::uint32_t kVarint = detail::metadata_varint_fields;
+    constexpr std::uint32_t kBytes = detail::metadata_bytes_fields;
+    properties.clear();
+    consumer_metadata_fields m;
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        std::uint64_t tag = 0;
+        const std::size_t tag_at = pos;
+        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
+            return std::nullopt;
+        }
+        const auto field = static_cast<std::uint32_t>(tag >> 3);
+        const auto wire = static_cast<std::uint32_t>(tag & 7);
+        if (wire == 0 && (kVarint >> field & 1U) != 0) {
+            std::uint64_t v = 0;
+            if (!varint9(b, pos, v)) {
+                return std::nullopt;
+            }
+            switch (field) {
+                case 2:
+                    m.sequence_id = v;
+                    break;
+                case 3:
+                    m.publish_time = v;
+                    break;
+                case 8: {
+                    const auto c = as_int32(v);
+                    if (c < 0 || c > 4) {
+                        return std::nullopt;  // not a known CompressionType: an unknown field
+                    }
+                    m.compression = c;
+                    break;
+                }
+                case 9:
+                    m.uncompressed_size = static_cast<std::uint32_t>(v);
+                    break;
+                case 11:
+                    m.num_messages_in_batch = as_int32(v);
+                    m.has_num_messages_in_batch = true;
+                    break;
+                case 12:
+                    m.event_time = v;
+                    m.has_event_time = true;
+                    break;
+                default:  // read by no consumer: skipped
+                    break;
+            }
+        } else if (wire == 2 && ((kBytes >> field & 1U) != 0 || field == 4)) {
+            std::span<const std::byte> v;
+            if (!read_len(b, pos, v)) {
+                return std::nullopt;
+            }
+            switch (field) {
+                case 1:
+                    m.producer_name = as_view(v);
+                    break;
+                case 4: {
+                    property_view kv;
+                    if (!scan_key_value(v, kv)) {
+                        return std::nullopt;
+                    }
+                    properties.push_back(kv);
+                    break;
+                }
+                case 6:
+                    m.partition_key = as_view(v);
+                    m.has_partition_key = true;
+                    break;
+                case 18:
+                    m.ordering_key = as_view(v);
+                    m.has_ordering_key = true;
+                    break;
+                default:  // read by no consumer: skipped
+                    break;
+            }
+        } else {
+            return std::nullopt;  // encryption_keys (13), unknown, mismatched wire type
+        }
+    }
+    m.properties = properties;
+    return m;
+}
+
 std::optional<message_frame> scan_message_frame(std::span<const std::byte> input,
                                                 std::uint32_t max_frame_size) noexcept {
     if (input.size() < simple_frame_overhead) {

@@ -17,6 +17,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nereus::proto {
@@ -356,6 +357,275 @@ TEST(MessageScan, DeclinesWhatItDoesNotRead) {
     auto slow = d.decode(bad);
     ASSERT_TRUE(slow && slow->complete);
     EXPECT_TRUE(slow->frame.message_error);  // the generic path reports the mismatch
+}
+
+// ---- a client consumer's metadata (scan_consumer_metadata, decoder_options::fast_message) ----
+
+struct consumer_md_case {
+    pb::MessageMetadata md;
+    bool common = true;  // what a client producer sends: must be accepted
+};
+
+consumer_md_case gen_consumer_metadata() {
+    auto base = gen_metadata();
+    consumer_md_case c{std::move(base.md), true};
+    auto& md = c.md;
+    md.clear_properties();  // gen_metadata's property marks it uncommon; here they are common
+    const auto n = *rc::gen::oneOf(rc::gen::just(0), rc::gen::inRange(0, 5));
+    for (int i = 0; i < n; ++i) {
+        auto* kv = md.add_properties();
+        kv->set_key(*rc::gen::arbitrary<std::string>());
+        kv->set_value(*rc::gen::arbitrary<std::string>());
+    }
+    if (md.has_num_messages_in_batch() && md.num_messages_in_batch() < 0) {
+        c.common = false;  // a negative int32 is a 10-byte varint
+    }
+    if (*rc::gen::inRange(0, 3) == 0) {
+        md.set_uncompressed_size(*rc::gen::arbitrary<std::uint32_t>());
+    }
+    if (*rc::gen::inRange(0, 4) == 0) {
+        md.set_event_time(*rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 62));
+    }
+    if (*rc::gen::inRange(0, 5) == 0) {
+        md.add_replicate_to("r");
+        md.set_schema_version("v1");
+        md.set_null_value(*rc::gen::arbitrary<bool>());
+    }
+    if (*rc::gen::inRange(0, 8) == 0) {
+        auto* k = md.add_encryption_keys();
+        k->set_key("k");
+        k->set_value("v");
+        c.common = false;
+    }
+    return c;
+}
+
+// What a received message exposes, read from protobuf's parse (the reference).
+struct expected_md {
+    std::string producer_name;
+    std::uint64_t sequence_id;
+    std::uint64_t publish_time;
+    std::uint64_t event_time;
+    bool has_event_time;
+    std::string partition_key;
+    bool has_partition_key;
+    std::string ordering_key;
+    bool has_ordering_key;
+    std::int32_t compression;
+    std::uint32_t uncompressed_size;
+    std::int32_t num_messages_in_batch;
+    bool has_num_messages_in_batch;
+    std::vector<std::pair<std::string, std::string>> properties;
+};
+
+expected_md expected_of(const pb::MessageMetadata& md) {
+    expected_md e{md.producer_name(),
+                  md.sequence_id(),
+                  md.publish_time(),
+                  md.event_time(),
+                  md.has_event_time(),
+                  md.partition_key(),
+                  md.has_partition_key(),
+                  md.ordering_key(),
+                  md.has_ordering_key(),
+                  md.compression(),
+                  md.uncompressed_size(),
+                  md.num_messages_in_batch(),
+                  md.has_num_messages_in_batch(),
+                  {}};
+    for (const auto& kv : md.properties()) {
+        e.properties.emplace_back(kv.key(), kv.value());
+    }
+    return e;
+}
+
+void assert_same(const consumer_metadata_fields& a, const expected_md& e) {
+    RC_ASSERT(a.producer_name == e.producer_name);
+    RC_ASSERT(a.sequence_id == e.sequence_id);
+    RC_ASSERT(a.publish_time == e.publish_time);
+    RC_ASSERT(a.event_time == e.event_time);
+    RC_ASSERT(a.has_event_time == e.has_event_time);
+    RC_ASSERT(a.partition_key == e.partition_key);
+    RC_ASSERT(a.has_partition_key == e.has_partition_key);
+    RC_ASSERT(a.ordering_key == e.ordering_key);
+    RC_ASSERT(a.has_ordering_key == e.has_ordering_key);
+    RC_ASSERT(a.compression == e.compression);
+    RC_ASSERT(a.uncompressed_size == e.uncompressed_size);
+    RC_ASSERT(a.num_messages_in_batch == e.num_messages_in_batch);
+    RC_ASSERT(a.has_num_messages_in_batch == e.has_num_messages_in_batch);
+    RC_ASSERT(a.properties.size() == e.properties.size());
+    for (std::size_t i = 0; i < e.properties.size(); ++i) {
+        RC_ASSERT(a.properties[i].key == e.properties[i].first);
+        RC_ASSERT(a.properties[i].value == e.properties[i].second);
+    }
+}
+
+RC_GTEST_PROP(MessageScan, ConsumerMetadataMatchesGenericParse, ()) {
+    auto c = gen_consumer_metadata();
+    if (c.md.properties_size() > 0 && *rc::gen::inRange(0, 4) == 0) {
+        c.md.mutable_properties(0)->clear_value();  // ParsePartial reads it as empty
+    }
+    const auto bytes = to_bytes(c.md.SerializePartialAsString());
+    std::vector<property_view> props;
+    const auto fast = scan_consumer_metadata(bytes, props);
+    if (c.common) {
+        RC_ASSERT(fast.has_value());
+    }
+    if (fast) {
+        assert_same(*fast, expected_of(c.md));
+    }
+}
+
+RC_GTEST_PROP(MessageScan, CorruptConsumerMetadataNeverAcceptedWhereGenericRejects, ()) {
+    const auto c = gen_consumer_metadata();
+    const auto bytes = corrupt(to_bytes(c.md.SerializePartialAsString()));
+    std::vector<property_view> props;
+    if (const auto fast = scan_consumer_metadata(bytes, props)) {
+        pb::MessageMetadata md;
+        RC_ASSERT(md.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())));
+        assert_same(*fast, expected_of(md));
+    }
+}
+
+// The client's decoder (fast_message) against the generic one on the same MESSAGE frames, as
+// the broker writes them (any ids, redelivery count, peer version, ack set, metadata with
+// properties, keys, compression fields, uncommon fields), intact, with a byte flipped or
+// inserted, or cut short: the same outcome (error for error, bytes needed, frame size, payload
+// views, message_error, checksum state), and f.message / f.consumer_metadata hold what
+// protobuf's parse of the same bytes holds. Common shapes take the fast path.
+RC_GTEST_PROP(MessageScan, FastMessageDecodeAgreesWithGeneric, ()) {
+    const auto mc = gen_consumer_metadata();
+    const auto payload = *rc::gen::arbitrary<std::string>();
+    command_writer producer;
+    producer.set_peer_protocol_version(*rc::gen::element(5, 20));
+    frame_buffer send;
+    RC_ASSERT(
+        producer.send(send, {.producer_id = 1, .sequence_id = 2}, mc.md, test::bytes_of(payload))
+            .has_value());
+    frame_decoder d;
+    auto r = d.decode(send);
+    RC_ASSERT(r && r->complete);
+    const std::vector<std::byte> stored(r->frame.headers_and_payload.begin(),
+                                        r->frame.headers_and_payload.end());
+    command_writer w;
+    const int version = *rc::gen::element(5, 11, 20);
+    w.set_peer_protocol_version(version);
+    message_id id;
+    id.ledger_id = *gen_u64();
+    id.entry_id = *gen_u64();
+    id.partition = *rc::gen::oneOf(rc::gen::just(-1), rc::gen::inRange(0, 200));
+    const auto consumer = *gen_u64();
+    const auto redelivery = *rc::gen::arbitrary<std::uint32_t>();
+    const bool with_ack_set = *rc::gen::inRange(0, 6) == 0;
+    const std::int64_t words[] = {0x5a5a, -1};
+    frame_buffer out;
+    RC_ASSERT(w.message(out, consumer, id, redelivery,
+                        with_ack_set ? std::span<const std::int64_t>(words)
+                                     : std::span<const std::int64_t>(),
+                        stored)
+                  .has_value());
+    std::vector<std::byte> frame(out.begin(), out.end());
+    const int damage = *rc::gen::inRange(0, 5);  // 0 flip, 1 cut, 2 insert, else intact
+    if (damage == 0) {
+        const auto at = *rc::gen::inRange<std::size_t>(0, frame.size());
+        frame[at] ^= static_cast<std::byte>(*rc::gen::inRange(1, 256));
+    } else if (damage == 1) {
+        frame.resize(*rc::gen::inRange<std::size_t>(0, frame.size()));
+    } else if (damage == 2) {
+        const auto at = *rc::gen::inRange<std::size_t>(0, frame.size());
+        frame.insert(frame.begin() + static_cast<std::ptrdiff_t>(at),
+                     static_cast<std::byte>(*rc::gen::arbitrary<std::uint8_t>()));
+    }
+    frame_decoder fast_decoder(decoder_options{.fast_message = true});
+    frame_decoder slow_decoder;
+    const auto a = fast_decoder.decode(frame);
+    const auto b = slow_decoder.decode(frame);
+    RC_ASSERT(a.has_value() == b.has_value());
+    if (!a) {
+        RC_ASSERT(a.error() == b.error());
+        return;
+    }
+    RC_ASSERT(a->complete == b->complete);
+    if (!a->complete) {
+        RC_ASSERT(a->bytes_needed == b->bytes_needed);
+        return;
+    }
+    const auto& fa = a->frame;
+    const auto& fb = b->frame;
+    RC_ASSERT(fa.size == fb.size);
+    RC_ASSERT(fa.raw_type == fb.raw_type);
+    RC_ASSERT(fa.known_type == fb.known_type);
+    RC_ASSERT(fa.message_error == fb.message_error);
+    RC_ASSERT(fa.checksum == fb.checksum);
+    RC_ASSERT(fa.payload.data() == fb.payload.data());
+    RC_ASSERT(fa.payload.size() == fb.payload.size());
+    RC_ASSERT(fa.metadata_bytes.data() == fb.metadata_bytes.data());
+    RC_ASSERT(fa.metadata_bytes.size() == fb.metadata_bytes.size());
+    if (!fb.known_type || fb.type() != command_type::message) {
+        return;  // damaged into another command: both took the generic path
+    }
+    const auto& m = fb.command().message();
+    assert_same(fa.message, message_fields{.consumer_id = m.consumer_id(),
+                                           .ledger_id = m.message_id().ledgerid(),
+                                           .entry_id = m.message_id().entryid(),
+                                           .partition = m.message_id().partition(),
+                                           .batch_index = m.message_id().batch_index(),
+                                           .redelivery_count = m.redelivery_count()});
+    RC_ASSERT(std::vector<std::int64_t>(fa.message.ack_set.begin(), fa.message.ack_set.end()) ==
+              std::vector<std::int64_t>(m.ack_set().begin(), m.ack_set().end()));
+    RC_ASSERT(fa.consumer_metadata.has_value() == (fb.metadata() != nullptr));
+    if (fb.metadata() != nullptr) {
+        assert_same(*fa.consumer_metadata, expected_of(*fb.metadata()));
+    }
+    const bool common =
+        damage > 2 && !with_ack_set && mc.common && consumer < (std::uint64_t{1} << 63) &&
+        id.ledger_id < (std::uint64_t{1} << 63) && id.entry_id < (std::uint64_t{1} << 63);
+    if (common) {
+        RC_ASSERT(!fa.has_command());         // the command was scanned
+        RC_ASSERT(fa.metadata() == nullptr);  // and so was the metadata
+    }
+}
+
+TEST(MessageScan, ConsumerMetadataReadsEveryExposedField) {
+    pb::MessageMetadata md;
+    md.set_producer_name("producer-with-a-long-name");
+    md.set_sequence_id(7);
+    md.set_publish_time(1700000000000);
+    md.set_event_time(1600000000000);
+    md.set_partition_key("key");
+    md.set_ordering_key("ord");
+    md.set_compression(pb::ZSTD);
+    md.set_uncompressed_size(1000);
+    md.set_num_messages_in_batch(3);
+    auto* kv = md.add_properties();
+    kv->set_key("a");
+    kv->set_value("1");
+    kv = md.add_properties();
+    kv->set_key("b");
+    kv->set_value("2");
+    const auto bytes = to_bytes(md.SerializeAsString());
+    std::vector<property_view> props;
+    const auto c = scan_consumer_metadata(bytes, props);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->producer_name, "producer-with-a-long-name");
+    EXPECT_EQ(c->sequence_id, 7U);
+    EXPECT_EQ(c->publish_time, 1700000000000U);
+    EXPECT_TRUE(c->has_event_time);
+    EXPECT_EQ(c->event_time, 1600000000000U);
+    EXPECT_TRUE(c->has_partition_key);
+    EXPECT_EQ(c->partition_key, "key");
+    EXPECT_TRUE(c->has_ordering_key);
+    EXPECT_EQ(c->ordering_key, "ord");
+    EXPECT_EQ(c->compression, pb::ZSTD);
+    EXPECT_EQ(c->uncompressed_size, 1000U);
+    EXPECT_TRUE(c->has_num_messages_in_batch);
+    EXPECT_EQ(c->num_messages_in_batch, 3);
+    ASSERT_EQ(c->properties.size(), 2U);
+    EXPECT_EQ(c->properties[1].key, "b");
+    EXPECT_EQ(c->properties[1].value, "2");
+    // Encryption keys: declined (the generic parse takes them).
+    md.add_encryption_keys()->set_key("k");
+    EXPECT_FALSE(scan_consumer_metadata(to_bytes(md.SerializePartialAsString()), props));
 }
 
 // ---- the consumer's ACK (command_writer::ack's direct encoding) ----

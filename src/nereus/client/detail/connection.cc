@@ -22,6 +22,14 @@ namespace {
 constexpr auto tok = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t initial_rbuf = 64 * 1024;
 
+// MESSAGE frames are read by the direct scanners (protobuf for other shapes): a consumer's
+// receive path parses no protobuf message for the broker's common frames.
+proto::decoder_options receive_options() {
+    proto::decoder_options o;
+    o.fast_message = true;
+    return o;
+}
+
 void log_escape(const std::exception_ptr& e) {
     if (!e) {
         return;
@@ -70,6 +78,7 @@ connection::connection(strand_type ex, const client_options& options, endpoint e
       peer_(std::move(ep)),
       socket_(ex_),
       wake_(ex_),
+      decoder_(receive_options()),
       rbuf_(initial_rbuf) {
     writer_.set_peer_protocol_version(proto::nereus_protocol_version);
 }
@@ -223,6 +232,18 @@ void connection::dispatch(const proto::frame_view& f) {
     if (!f.known_type) {
         return;
     }
+    using ct = proto::command_type;
+    if (f.type() == ct::message) {
+        // f.message is set on either decoder path (fast_message), command() only on one.
+        auto it = consumers_.find(f.message.consumer_id);
+        if (it == consumers_.end()) {
+            return;
+        }
+        if (auto l = it->second.lock()) {
+            l->on_message(f);
+        }
+        return;
+    }
     const auto& c = f.command();
     auto respond = [&](std::uint64_t request_id) {
         auto it = waiters_.find(request_id);
@@ -237,7 +258,6 @@ void connection::dispatch(const proto::frame_view& f) {
         }
         done(command_ptr(std::make_shared<proto::pb::BaseCommand>(c)));
     };
-    using ct = proto::command_type;
     switch (f.type()) {
         case ct::ping:
             if (auto w = writer_.pong(pending_); w) {
@@ -294,10 +314,8 @@ void connection::dispatch(const proto::frame_view& f) {
             }
             return;
         }
-        case ct::message:
         case ct::close_consumer: {
-            const auto id = f.type() == ct::message ? c.message().consumer_id()
-                                                    : c.close_consumer().consumer_id();
+            const auto id = c.close_consumer().consumer_id();
             auto it = consumers_.find(id);
             if (it == consumers_.end()) {
                 return;
@@ -306,12 +324,8 @@ void connection::dispatch(const proto::frame_view& f) {
             if (!l) {
                 return;
             }
-            if (f.type() == ct::message) {
-                l->on_message(f);
-            } else {
-                consumers_.erase(id);
-                l->on_closed_by_broker();
-            }
+            consumers_.erase(id);
+            l->on_closed_by_broker();
             return;
         }
         default:

@@ -128,6 +128,9 @@ struct consumer_impl::topic_state {
     // Reader: the last message handed out (resume point) and the start filter.
     std::optional<message_id> last_dequeued;
     std::optional<message_id> start_filter;  // drop messages at or before (inclusive: before)
+    // `topic` and the last producer name seen, shared by the messages received (on_message).
+    std::shared_ptr<const std::string> shared_name;
+    std::shared_ptr<const std::string> last_producer;
     bool filter_inclusive = false;
 };
 
@@ -460,64 +463,72 @@ void consumer_impl::drop_topic_state(std::uint32_t t) {
 void consumer_impl::on_message(std::size_t t, const proto::frame_view& f) {
     auto& ts = *topics_[t];
     const auto ti = static_cast<std::uint32_t>(t);
-    const auto& cmd = f.command().message();
-    const auto& mid = cmd.message_id();
-    const auto* md = f.metadata();
+    // The decoder's fast_message path (or its protobuf fallback) fills f.message and
+    // f.consumer_metadata with the same values (tests/unit/proto/message_scan_test.cc).
+    const auto& cmd = f.message;
     message_id base;
-    base.ledger = static_cast<std::int64_t>(mid.ledgerid());
-    base.entry = static_cast<std::int64_t>(mid.entryid());
+    base.ledger = static_cast<std::int64_t>(cmd.ledger_id);
+    base.entry = static_cast<std::int64_t>(cmd.entry_id);
     base.partition = ts.partition;
-    if (f.message_error || md == nullptr) {
+    if (f.message_error || !f.consumer_metadata) {
         NEREUS_LOG(client_log(), warn, "consumer {}: dropping corrupt message {} on {}: {}",
                    options_.consumer_name, base.to_string(), ts.topic,
                    f.message_error ? f.message_error.message() : std::string("no metadata"));
         consumed(ti, 1);
         return;
     }
+    const auto& md = *f.consumer_metadata;
     std::span<const std::byte> payload = f.payload;
-    if (md->compression() != proto::pb::NONE) {
-        auto d = proto::decompress(static_cast<proto::compression>(md->compression()), payload,
-                                   md->uncompressed_size(), scratch_);
+    if (md.compression != proto::pb::NONE) {
+        auto d = proto::decompress(static_cast<proto::compression>(md.compression), payload,
+                                   md.uncompressed_size, scratch_);
         if (!d) {
             NEREUS_LOG(client_log(), warn, "consumer {}: cannot decompress {}: {}",
                        options_.consumer_name, base.to_string(), d.error().message());
-            consumed(ti, md->has_num_messages_in_batch()
-                             ? static_cast<std::uint32_t>(md->num_messages_in_batch())
+            consumed(ti, md.has_num_messages_in_batch
+                             ? static_cast<std::uint32_t>(md.num_messages_in_batch)
                              : 1);
             return;
         }
         payload = *d;
     }
-    const auto redeliveries = cmd.redelivery_count();
+    const auto redeliveries = cmd.redelivery_count;
     // A partly acknowledged batch comes with the indexes still to deliver in CommandMessage's
     // own ack_set (1 = not yet acknowledged), as Pulsar's broker sends it and its clients read
     // it (ConsumerImpl.messageReceived); MessageIdData.ack_set is the ACK direction's field.
-    const std::span<const std::int64_t> ack_set(cmd.ack_set().data(),
-                                                static_cast<std::size_t>(cmd.ack_set_size()));
+    const std::span<const std::int64_t> ack_set = cmd.ack_set;
     const auto now = steady::now();
-    auto make = [&](std::int32_t index, std::int32_t size) {
-        auto d = std::make_shared<message_data>();
+    // Strings shared between messages instead of copied into each: the topic's name, and the
+    // producer name while consecutive messages come from one producer.
+    if (!ts.shared_name) {
+        ts.shared_name = std::make_shared<const std::string>(ts.topic);
+    }
+    if (!ts.last_producer || *ts.last_producer != md.producer_name) {
+        ts.last_producer = std::make_shared<const std::string>(md.producer_name);
+    }
+    auto make = [&](std::int32_t index, std::int32_t size, std::span<const std::byte> bytes) {
+        auto d = make_message_data(bytes);
         d->id = base;
         d->id.batch_index = index;
         d->id.batch_size = size;
-        d->topic = ts.topic;
-        d->publish_time = from_ms(md->publish_time());
-        if (md->has_event_time() && md->event_time() > 0) {
-            d->event_time = from_ms(md->event_time());
+        d->topic = ts.shared_name;
+        d->publish_time = from_ms(md.publish_time);
+        if (md.has_event_time && md.event_time > 0) {
+            d->event_time = from_ms(md.event_time);
         }
-        d->producer_name = md->producer_name();
-        d->sequence_id = md->sequence_id();
+        d->producer_name = ts.last_producer;
+        d->sequence_id = md.sequence_id;
         d->redelivery_count = redeliveries;
         d->topic_index = ti;
-        for (const auto& kv : md->properties()) {
-            d->properties.emplace_back(kv.key(), kv.value());
+        for (const auto& kv : md.properties) {
+            d->properties.emplace_back(kv.key, kv.value);
         }
-        if (md->has_partition_key()) {
+        if (md.has_partition_key) {
             d->has_key = true;
-            d->key = md->partition_key();
+            d->key = md.partition_key;
         }
-        if (md->has_ordering_key()) {
-            d->ordering_key = md->ordering_key();
+        if (md.has_ordering_key) {
+            d->ordering_key = md.ordering_key;
         }
         return d;
     };
@@ -547,8 +558,8 @@ void consumer_impl::on_message(std::size_t t, const proto::frame_view& f) {
     const bool to_dlq = !reader_ && options_.dead_letter &&
                         options_.dead_letter->max_redeliver_count > 0 &&
                         redeliveries >= options_.dead_letter->max_redeliver_count;
-    if (md->has_num_messages_in_batch()) {
-        const auto n = md->num_messages_in_batch();
+    if (md.has_num_messages_in_batch) {
+        const auto n = md.num_messages_in_batch;
         batch_.reset(payload, n);
         auto& es = entries_[key];
         es.batch_size = n;
@@ -574,9 +585,8 @@ void consumer_impl::on_message(std::size_t t, const proto::frame_view& f) {
                 clear_bit(es.unacked, i);
                 continue;
             }
-            auto d = make(i, n);
+            auto d = make(i, n, batch_.payload());
             const auto& sm = batch_.metadata();
-            d->payload.assign(batch_.payload().begin(), batch_.payload().end());
             d->properties.clear();
             for (const auto& kv : sm.properties()) {
                 d->properties.emplace_back(kv.key(), kv.value());
@@ -615,14 +625,17 @@ void consumer_impl::on_message(std::size_t t, const proto::frame_view& f) {
         consumed(ti, 1);
         return;
     }
-    auto d = make(-1, 0);
-    d->payload.assign(payload.begin(), payload.end());
-    auto& es = entries_[key];
-    es.batch_size = 0;
-    if (options_.ack_timeout.count() > 0) {
-        es.ack_deadline = now + options_.ack_timeout;
+    message m(make(-1, 0, payload));
+    // A whole entry is tracked only where something reads it back: the ack timeout, the
+    // dead-letter hand-off, and topic_of() when the consumer has (or may get) more than one
+    // topic. Otherwise an ack, nack or redelivery of it finds nothing to erase, as after its ack.
+    if (options_.ack_timeout.count() > 0 || to_dlq || topics_.size() > 1 || pattern_) {
+        auto& es = entries_[key];
+        es.batch_size = 0;
+        if (options_.ack_timeout.count() > 0) {
+            es.ack_deadline = now + options_.ack_timeout;
+        }
     }
-    message m(std::move(d));
     if (to_dlq) {
         consumed(ti, 1);
         asio::co_spawn(client_->strand(), dead_letter(shared_from_this(), std::move(m)),
