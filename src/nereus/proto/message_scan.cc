@@ -9,7 +9,7 @@ namespace nereus::proto {
 using detail::as_int32;
 using detail::load_be16;
 using detail::load_be32;
-using detail::skip_len;
+using detail::read_len;
 using detail::varint9;
 
 namespace {
@@ -115,23 +115,11 @@ std::optional<message_fields> scan_message_command(std::span<const std::byte> b)
 
 std::optional<message_metadata_fields> scan_message_metadata(
     std::span<const std::byte> b) noexcept {
-    constexpr std::uint32_t kVarint = detail::metadata_varint_fields;
-    constexpr std::uint32_t kBytes = detail::metadata_bytes_fields;
     message_metadata_fields m;
-    std::size_t pos = 0;
-    while (pos < b.size()) {
-        std::uint64_t tag = 0;
-        const std::size_t tag_at = pos;
-        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
-            return std::nullopt;
-        }
-        const auto field = static_cast<std::uint32_t>(tag >> 3);
-        const auto wire = static_cast<std::uint32_t>(tag & 7);
-        if (wire == 0 && (kVarint >> field & 1U) != 0) {
-            std::uint64_t v = 0;
-            if (!varint9(b, pos, v)) {
-                return std::nullopt;
-            }
+    // properties (4), encryption_keys (13) and unknown fields are left to protobuf.
+    const bool taken = detail::walk_metadata(
+        b, detail::metadata_varint_fields, detail::metadata_bytes_fields,
+        [&m](std::uint32_t field, std::uint64_t v) {
             if (field == 3) {
                 m.publish_time = v;
             } else if (field == 11) {
@@ -140,17 +128,15 @@ std::optional<message_metadata_fields> scan_message_metadata(
             } else if (field == 8) {
                 const auto c = as_int32(v);
                 if (c < 0 || c > 4) {
-                    return std::nullopt;  // not a known CompressionType: an unknown field
+                    return false;  // not a known CompressionType: an unknown field
                 }
                 m.compression = c;
             }
-        } else if (wire == 2 && (kBytes >> field & 1U) != 0) {
-            if (!skip_len(b, pos)) {
-                return std::nullopt;
-            }
-        } else {
-            return std::nullopt;  // properties (4), encryption_keys (13), unknown, mismatched
-        }
+            return true;
+        },
+        detail::skip_bytes_field);
+    if (!taken) {
+        return std::nullopt;
     }
     return m;
 }
@@ -159,17 +145,6 @@ namespace {
 
 std::string_view as_view(std::span<const std::byte> b) noexcept {
     return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-// A length-delimited field's body at `pos` (advanced past it); false when it runs past the end.
-bool read_len(std::span<const std::byte> b, std::size_t& pos, std::span<const std::byte>& out) {
-    std::uint64_t n = 0;
-    if (!varint9(b, pos, n) || n > b.size() - pos) {
-        return false;
-    }
-    out = b.subspan(pos, static_cast<std::size_t>(n));
-    pos += static_cast<std::size_t>(n);
-    return true;
 }
 
 // KeyValue: key (1) and value (2), strings, last occurrence wins; anything else declines.
@@ -190,24 +165,12 @@ bool scan_key_value(std::span<const std::byte> b, property_view& kv) noexcept {
 
 std::optional<consumer_metadata_fields> scan_consumer_metadata(
     std::span<const std::byte> b, std::vector<property_view>& properties) {
-    constexpr std::uint32_t kVarint = detail::metadata_varint_fields;
-    constexpr std::uint32_t kBytes = detail::metadata_bytes_fields;
     properties.clear();
     consumer_metadata_fields m;
-    std::size_t pos = 0;
-    while (pos < b.size()) {
-        std::uint64_t tag = 0;
-        const std::size_t tag_at = pos;
-        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
-            return std::nullopt;
-        }
-        const auto field = static_cast<std::uint32_t>(tag >> 3);
-        const auto wire = static_cast<std::uint32_t>(tag & 7);
-        if (wire == 0 && (kVarint >> field & 1U) != 0) {
-            std::uint64_t v = 0;
-            if (!varint9(b, pos, v)) {
-                return std::nullopt;
-            }
+    // encryption_keys (13) and unknown fields are left to protobuf.
+    const bool taken = detail::walk_metadata(
+        b, detail::metadata_varint_fields, detail::metadata_bytes_fields | (1U << 4),
+        [&m](std::uint32_t field, std::uint64_t v) {
             switch (field) {
                 case 2:
                     m.sequence_id = v;
@@ -218,7 +181,7 @@ std::optional<consumer_metadata_fields> scan_consumer_metadata(
                 case 8: {
                     const auto c = as_int32(v);
                     if (c < 0 || c > 4) {
-                        return std::nullopt;  // not a known CompressionType: an unknown field
+                        return false;  // not a known CompressionType: an unknown field
                     }
                     m.compression = c;
                     break;
@@ -237,11 +200,9 @@ std::optional<consumer_metadata_fields> scan_consumer_metadata(
                 default:  // read by no consumer: skipped
                     break;
             }
-        } else if (wire == 2 && ((kBytes >> field & 1U) != 0 || field == 4)) {
-            std::span<const std::byte> v;
-            if (!read_len(b, pos, v)) {
-                return std::nullopt;
-            }
+            return true;
+        },
+        [&m, &properties](std::uint32_t field, std::span<const std::byte> v) {
             switch (field) {
                 case 1:
                     m.producer_name = as_view(v);
@@ -249,7 +210,7 @@ std::optional<consumer_metadata_fields> scan_consumer_metadata(
                 case 4: {
                     property_view kv;
                     if (!scan_key_value(v, kv)) {
-                        return std::nullopt;
+                        return false;
                     }
                     properties.push_back(kv);
                     break;
@@ -265,9 +226,10 @@ std::optional<consumer_metadata_fields> scan_consumer_metadata(
                 default:  // read by no consumer: skipped
                     break;
             }
-        } else {
-            return std::nullopt;  // encryption_keys (13), unknown, mismatched wire type
-        }
+            return true;
+        });
+    if (!taken) {
+        return std::nullopt;
     }
     m.properties = properties;
     return m;

@@ -5,7 +5,6 @@
 namespace nereus::proto {
 
 using detail::as_int32;
-using detail::skip_len;
 using detail::varint9;
 
 namespace {
@@ -174,36 +173,22 @@ std::optional<send_fields> scan_send_command(std::span<const std::byte> b) noexc
 }
 
 std::optional<metadata_fields> scan_metadata(std::span<const std::byte> b) noexcept {
-    constexpr std::uint32_t kVarint = detail::metadata_varint_fields;
-    constexpr std::uint32_t kBytes = detail::metadata_bytes_fields;
     metadata_fields m;
-    std::size_t pos = 0;
-    while (pos < b.size()) {
-        std::uint64_t tag = 0;
-        const std::size_t tag_at = pos;
-        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
-            return std::nullopt;
-        }
-        const auto field = static_cast<std::uint32_t>(tag >> 3);
-        const auto wire = static_cast<std::uint32_t>(tag & 7);
-        if (wire == 0 && (kVarint >> field & 1U) != 0) {
-            std::uint64_t v = 0;
-            if (!varint9(b, pos, v)) {
-                return std::nullopt;
-            }
+    // properties (4), encryption_keys (13) and unknown fields are left to protobuf.
+    const bool taken = detail::walk_metadata(
+        b, detail::metadata_varint_fields, detail::metadata_bytes_fields,
+        [&m](std::uint32_t field, std::uint64_t v) {
             if (field == 3) {
                 m.publish_time = v;
             } else if (field == 11) {
                 m.num_messages_in_batch = as_int32(v);
                 m.has_num_messages_in_batch = true;
             }
-        } else if (wire == 2 && (kBytes >> field & 1U) != 0) {
-            if (!skip_len(b, pos)) {
-                return std::nullopt;
-            }
-        } else {
-            return std::nullopt;  // properties (4), encryption_keys (13), unknown, mismatched
-        }
+            return true;
+        },
+        detail::skip_bytes_field);
+    if (!taken) {
+        return std::nullopt;
     }
     return m;
 }

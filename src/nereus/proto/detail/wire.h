@@ -78,4 +78,61 @@ inline constexpr std::uint32_t metadata_bytes_fields = (1U << 1) | (1U << 5) | (
                                                        (1U << 7) | (1U << 14) | (1U << 15) |
                                                        (1U << 16) | (1U << 18) | (1U << 26);
 
+// A length-delimited field's body at `pos` (advanced past it); false when it runs past the end.
+inline bool read_len(std::span<const std::byte> b,
+                     std::size_t& pos,
+                     std::span<const std::byte>& out) noexcept {
+    std::uint64_t n = 0;
+    if (!varint9(b, pos, n) || n > b.size() - pos) {
+        return false;
+    }
+    out = b.subspan(pos, static_cast<std::size_t>(n));
+    pos += static_cast<std::size_t>(n);
+    return true;
+}
+
+// Walks a MessageMetadata's fields for a metadata scanner: each varint field whose bit is set in
+// `varint_fields` goes to on_varint(field, value), each length-delimited field whose bit is set
+// in `bytes_fields` to on_bytes(field, body); either returns false to decline the message. Any
+// other field (number 31 or more, or a tag longer than two bytes), a wire type that does not
+// match, or a value cut short declines too. True when every field was taken: the scanner's
+// answer stands; false: the caller leaves the message to protobuf.
+template <class OnVarint, class OnBytes>
+bool walk_metadata(std::span<const std::byte> b,
+                   std::uint32_t varint_fields,
+                   std::uint32_t bytes_fields,
+                   OnVarint&& on_varint,
+                   OnBytes&& on_bytes) {
+    std::size_t pos = 0;
+    while (pos < b.size()) {
+        std::uint64_t tag = 0;
+        const std::size_t tag_at = pos;
+        if (!varint9(b, pos, tag) || pos - tag_at > 2 || tag >= (31U << 3)) {
+            return false;
+        }
+        const auto field = static_cast<std::uint32_t>(tag >> 3);
+        const auto wire = static_cast<std::uint32_t>(tag & 7);
+        if (wire == 0 && (varint_fields >> field & 1U) != 0) {
+            std::uint64_t v = 0;
+            if (!varint9(b, pos, v) || !on_varint(field, v)) {
+                return false;
+            }
+        } else if (wire == 2 && (bytes_fields >> field & 1U) != 0) {
+            std::span<const std::byte> body;
+            if (!read_len(b, pos, body) || !on_bytes(field, body)) {
+                return false;
+            }
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+// on_bytes for a walk_metadata that reads no length-delimited field: skips them all.
+inline bool skip_bytes_field(std::uint32_t /*field*/,
+                             std::span<const std::byte> /*body*/) noexcept {
+    return true;
+}
+
 }  // namespace nereus::proto::detail
