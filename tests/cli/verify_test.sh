@@ -12,7 +12,11 @@ trap 'rm -rf "$dir"' EXIT
 # Fails if it does not get there in 60 s: killed earlier (a loaded machine), the second run
 # might not have recovered yet, and the flipped byte would not be checkpointed data.
 run_child() {
-    "$child" "$dir/streams" > "$dir/acks.txt" 2>/dev/null &
+    # Emptied first: the background job's own redirection happens asynchronously, and until it
+    # does the file would still hold the previous run's confirmations (the second run was once
+    # killed at once, before its recovery, by counting the first run's lines).
+    : > "$dir/acks.txt"
+    "$child" "$dir/streams" >> "$dir/acks.txt" 2>/dev/null &
     local pid=$! reached=0
     for _ in $(seq 1 600); do
         if [ "$(wc -l < "$dir/acks.txt")" -gt "$1" ]; then reached=1; break; fi
