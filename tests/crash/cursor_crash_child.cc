@@ -34,7 +34,7 @@ namespace {
 using namespace nereus;
 using namespace nereus::cursor;
 
-constexpr std::uint64_t kStreamEnd = 1000000;  // the stream is fixed: this tests the cursor
+constexpr std::uint64_t kStreamEnd = 8000000;  // the stream is fixed: this tests the cursor
 constexpr int kWindow = 64;                    // acks in flight
 constexpr offset kSpread = 20000;              // individual acks land in [MDO, MDO + kSpread)
 constexpr std::uint32_t kBatchSize = 8;
