@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/corrupt.h"
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 #include <string>
@@ -21,6 +22,8 @@
 
 namespace nereus::proto {
 namespace {
+
+using test::corrupt;
 
 std::vector<std::byte> to_bytes(const std::string& s) {
     const auto* p = reinterpret_cast<const std::byte*>(s.data());
@@ -110,33 +113,6 @@ ack_case gen_ack() {
             break;
     }
     return c;
-}
-
-// Any of: flip one byte, truncate, insert a random byte, append random bytes.
-std::vector<std::byte> corrupt(std::vector<std::byte> b) {
-    const int how = *rc::gen::inRange(0, 4);
-    const auto at = b.empty() ? 0 : *rc::gen::inRange<std::size_t>(0, b.size());
-    const auto v = static_cast<std::byte>(*rc::gen::arbitrary<std::uint8_t>());
-    switch (how) {
-        case 0:
-            if (!b.empty()) {
-                b[at] ^= static_cast<std::byte>(*rc::gen::inRange(1, 256));
-            }
-            break;
-        case 1:
-            b.resize(at);
-            break;
-        case 2:
-            b.insert(b.begin() + static_cast<std::ptrdiff_t>(at), v);
-            break;
-        default:
-            for (const auto x : *rc::gen::container<std::vector<std::uint8_t>>(
-                     *rc::gen::inRange(1, 12), rc::gen::arbitrary<std::uint8_t>())) {
-                b.push_back(static_cast<std::byte>(x));
-            }
-            break;
-    }
-    return b;
 }
 
 // The scanner's result equals what protobuf's parse of the same bytes holds.

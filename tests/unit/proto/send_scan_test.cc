@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "support/bytes.h"
+#include "support/corrupt.h"
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 #include <string>
@@ -21,6 +22,8 @@
 
 namespace nereus::proto {
 namespace {
+
+using test::corrupt;
 
 std::vector<std::byte> to_bytes(const std::string& s) {
     const auto* p = reinterpret_cast<const std::byte*>(s.data());
@@ -102,33 +105,6 @@ void assert_same(const send_fields& a, const send_fields& b) {
     RC_ASSERT(a.num_messages == b.num_messages);
     RC_ASSERT(a.highest_sequence_id == b.highest_sequence_id);
     RC_ASSERT(a.has_highest_sequence_id == b.has_highest_sequence_id);
-}
-
-// Any of: flip one byte, truncate, insert a random byte, append random bytes.
-std::vector<std::byte> corrupt(std::vector<std::byte> b) {
-    const int how = *rc::gen::inRange(0, 4);
-    const auto at = b.empty() ? 0 : *rc::gen::inRange<std::size_t>(0, b.size());
-    const auto v = static_cast<std::byte>(*rc::gen::arbitrary<std::uint8_t>());
-    switch (how) {
-        case 0:
-            if (!b.empty()) {
-                b[at] ^= static_cast<std::byte>(*rc::gen::inRange(1, 256));
-            }
-            break;
-        case 1:
-            b.resize(at);
-            break;
-        case 2:
-            b.insert(b.begin() + static_cast<std::ptrdiff_t>(at), v);
-            break;
-        default:
-            for (const auto x : *rc::gen::container<std::vector<std::uint8_t>>(
-                     *rc::gen::inRange(1, 12), rc::gen::arbitrary<std::uint8_t>())) {
-                b.push_back(static_cast<std::byte>(x));
-            }
-            break;
-    }
-    return b;
 }
 
 RC_GTEST_PROP(SendScan, CommandMatchesGenericParse, ()) {
