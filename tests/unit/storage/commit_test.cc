@@ -18,6 +18,28 @@ namespace {
 
 using namespace testing;
 
+// Runs every journal file of /db through the recovery scanner: each block must be intact and
+// have the CRC of its bytes; `records` gets the number of records in them.
+void count_journal_records(file_system& fs, std::uint64_t& records) {
+    records = 0;
+    auto names = fs.list_dir("/db/journal");
+    ASSERT_TRUE(names);
+    for (const auto& name : *names) {
+        if (!format::parse_journal_file_name(name)) {
+            continue;
+        }
+        auto f = fs.open("/db/journal/" + name, open_mode::read_only);
+        ASSERT_TRUE(f);
+        auto scan = scan_journal_file(**f, 0, 0, [&](std::uint64_t, bytes_view block) {
+            EXPECT_EQ(format::check_block(block), format::defect::none);
+            format::for_each_block_record(block, [&](std::uint64_t, bytes_view) { ++records; });
+            return result<void>{};
+        });
+        ASSERT_TRUE(scan);
+        EXPECT_FALSE(scan->defect) << format::to_string(scan->defect->what);
+    }
+}
+
 TEST(GroupCommit, AppendsQueuedDuringACommitShareOneSync) {
     auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
     auto s = open_store(fs, "/db");
@@ -202,22 +224,7 @@ TEST(GroupCommit, BlockCrcFoldedByAppendersMatchesTheBlockBytes) {
         EXPECT_EQ(ok.load(), n);
     }
     std::uint64_t records = 0;
-    auto names = fs->list_dir("/db/journal");
-    ASSERT_TRUE(names);
-    for (const auto& name : *names) {
-        if (!format::parse_journal_file_name(name)) {
-            continue;
-        }
-        auto f = fs->open("/db/journal/" + name, open_mode::read_only);
-        ASSERT_TRUE(f);
-        auto scan = scan_journal_file(**f, 0, 0, [&](std::uint64_t, bytes_view block) {
-            EXPECT_EQ(format::check_block(block), format::defect::none);
-            format::for_each_block_record(block, [&](std::uint64_t, bytes_view) { ++records; });
-            return result<void>{};
-        });
-        ASSERT_TRUE(scan);
-        EXPECT_FALSE(scan->defect) << format::to_string(scan->defect->what);
-    }
+    ASSERT_NO_FATAL_FAILURE(count_journal_records(*fs, records));
     EXPECT_EQ(records, k + 0);  // stream creation writes no journal records
     auto a = read_all(*s, stream_id(1));
     auto b = read_all(*s, stream_id(2));
@@ -272,22 +279,7 @@ TEST(GroupCommit, ShortRepeatedLengthsFoldLikeTheirBytes) {
         ASSERT_TRUE(s->close());
     }
     std::uint64_t records = 0;
-    auto names = fs->list_dir("/db/journal");
-    ASSERT_TRUE(names);
-    for (const auto& name : *names) {
-        if (!format::parse_journal_file_name(name)) {
-            continue;
-        }
-        auto f = fs->open("/db/journal/" + name, open_mode::read_only);
-        ASSERT_TRUE(f);
-        auto scan = scan_journal_file(**f, 0, 0, [&](std::uint64_t, bytes_view block) {
-            EXPECT_EQ(format::check_block(block), format::defect::none);
-            format::for_each_block_record(block, [&](std::uint64_t, bytes_view) { ++records; });
-            return result<void>{};
-        });
-        ASSERT_TRUE(scan);
-        EXPECT_FALSE(scan->defect) << format::to_string(scan->defect->what);
-    }
+    ASSERT_NO_FATAL_FAILURE(count_journal_records(*fs, records));
     EXPECT_EQ(records, sent.size());
     auto s = open_store(fs, "/db");
     ASSERT_NE(s, nullptr);
