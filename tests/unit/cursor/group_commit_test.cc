@@ -190,14 +190,15 @@ TEST_F(CursorGroupCommit, CallbackClosedLoopFillsGroups) {
 
 // Re-issued from another thread: without the linger the first re-issued ack would start a CAS
 // alone; with it the group waits (bounded) for the queue to refill. Each multi is made slow
-// (20 ms) so the linger bound, min(max_commit_linger, latency / 2), is 10 ms: far longer than
-// the worker needs, so the count holds on a loaded machine too.
+// (60 ms) so the linger bound, min(max_commit_linger, latency / 2), is 30 ms: far longer than
+// the worker needs, so the count holds on a loaded machine too (with 20 ms, a 10 ms linger,
+// an ASan build next to another test binary on two cores once counted 29 CASes).
 TEST_F(CursorGroupCommit, LingerRefillsGroupsFromAnotherThread) {
     h_.options().spill_threshold_bytes = 0;
     h_.options().max_commit_linger = std::chrono::milliseconds(50);
     h_.stream().append_n(5000);
     auto c = create("c1");
-    set_delay(std::chrono::milliseconds(20));
+    set_delay(std::chrono::milliseconds(60));
     constexpr std::size_t window = 16;
     constexpr std::size_t n = 320;
     const auto before = counting_.multis();
