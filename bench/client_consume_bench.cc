@@ -5,6 +5,7 @@
 //
 //   client_consume_bench --service-url pulsar://127.0.0.1:6650 --topic T --num-messages N
 //                        [--subscription S] [--receiver-queue 1000] [--ack individual|none]
+//                        [--max-acks-per-request 1000]
 //
 // Each message is received with a callback and (by default) acknowledged individually; the
 // next receive is issued at once (acks are not awaited: they complete on ACK_RESPONSE). The
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
     std::uint64_t n = 0;
     std::uint32_t queue = 1000;
     bool ack = true;
+    std::uint32_t max_acks = nc::consumer_options{}.max_acks_per_request;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string_view k = argv[i];
         const char* v = argv[i + 1];
@@ -147,6 +149,8 @@ int main(int argc, char** argv) {
             queue = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
         } else if (k == "--ack") {
             ack = std::string_view(v) != "none";
+        } else if (k == "--max-acks-per-request") {  // 1: every ack its own ACK
+            max_acks = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
         } else {
             std::fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -155,7 +159,8 @@ int main(int argc, char** argv) {
     if (topic.empty()) {
         std::fprintf(stderr,
                      "usage: client_consume_bench --topic T --num-messages N [--service-url U] "
-                     "[--subscription S] [--receiver-queue Q] [--ack individual|none]\n");
+                     "[--subscription S] [--receiver-queue Q] [--ack individual|none] "
+                     "[--max-acks-per-request M]\n");
         return 2;
     }
     nc::client c({.service_url = url});
@@ -164,6 +169,7 @@ int main(int argc, char** argv) {
     o.subscription = subscription;
     o.start = nc::initial_position::earliest;
     o.receiver_queue_size = queue;
+    o.max_acks_per_request = max_acks;
     auto sub = c.subscribe(o, asio::use_future);
     if (sub.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
         std::fprintf(stderr, "subscribe timed out\n");

@@ -56,7 +56,9 @@ json::object subscription_stats(const rates& r, broker::subscription& s) {
     o["type"] = pulsar_type(s.type());
     o["isDurable"] = s.durable();
     o["consumers"] = std::move(consumers);
-    // Nereus: acks by outcome and redeliveries since the broker opened the subscription.
+    // Nereus: ACK commands, acks by outcome and redeliveries since the broker opened the
+    // subscription.
+    o["ackRequests"] = st.ack_requests;
     o["acksApplied"] = st.acks_applied;
     o["acksWithoutEffect"] = st.acks_no_effect;
     o["acksStale"] = st.acks_stale;

@@ -802,6 +802,7 @@ void subscription::ack(const consumer& c,
         enum { whole, batch_index, cumulative, skip } kind = whole;
         bool was_pending = false;  // whole: delivered and unacked until this ack
     };
+    ack_requests_.fetch_add(1, std::memory_order_relaxed);
     std::vector<call> calls;
     {
         std::lock_guard lock(mu_);
@@ -1064,6 +1065,7 @@ result<void> subscription::check_unsubscribe(const consumer& c) const {
 
 subscription_stats subscription::stats() const {
     subscription_stats st;
+    st.ack_requests = ack_requests_.load();
     st.acks_applied = acks_applied_.load();
     st.acks_no_effect = acks_no_effect_.load();
     st.acks_stale = acks_stale_.load();

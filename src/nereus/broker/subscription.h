@@ -116,6 +116,7 @@ struct ack_id {
 };
 
 struct subscription_stats {
+    std::uint64_t ack_requests = 0;  // ACK commands received (one may carry many ids)
     std::uint64_t acks_applied = 0;
     std::uint64_t acks_no_effect = 0;       // already acked / beyond the end / ignored cumulative
     std::uint64_t acks_stale = 0;           // stale generation or ackStateEpoch (answered success)
@@ -316,6 +317,7 @@ private:
     std::size_t waiting_bytes_ = 0;
     // Counters are atomics: ack completions update them on storage threads without the mutex
     // (an io thread may hold mu_ while it waits for storage).
+    std::atomic<std::uint64_t> ack_requests_{0};
     std::atomic<std::uint64_t> acks_applied_{0};
     std::atomic<std::uint64_t> acks_no_effect_{0};
     std::atomic<std::uint64_t> acks_stale_{0};

@@ -14,6 +14,14 @@
 //                               it with an error (the message will be redelivered then).
 //                               A message of a batch is acked by batch index (ack_set), so
 //                               acking 1 of 10 never settles the other 9.
+//                               Grouping: an individual ack made while another ACK of the
+//                               same topic partition awaits its answer waits for that answer
+//                               and then goes out with the other waiting acks as one ACK (up
+//                               to consumer_options::max_acks_per_request ids; a full group
+//                               goes at once). No timer: a lone ack is sent at once, and under
+//                               load the groups grow with the ack latency. Each completion
+//                               still fires on the answer to the ACK that carried its id.
+//                               close(), seek() and unsubscribe() send waiting acks first.
 //   acknowledge_cumulative(id)  *confirmed*, likewise; Exclusive/Failover only.
 //   negative_acknowledge(id)    *applied*: the message is redelivered after
 //                               nack_redelivery_delay (REDELIVER_UNACKNOWLEDGED has no answer).

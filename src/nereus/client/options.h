@@ -122,6 +122,10 @@ struct consumer_options {
     std::chrono::milliseconds ack_timeout{0};
     // A negatively acknowledged message is redelivered after this delay.
     std::chrono::milliseconds nack_redelivery_delay{60'000};
+    // Ack grouping (consumer.h): individual acks made while an ACK of the same topic partition
+    // awaits its answer go out together, as one ACK of at most this many ids, when it is
+    // answered (a full group goes at once). 1: every ack is its own ACK.
+    std::uint32_t max_acks_per_request = 1000;
     std::optional<dead_letter_policy> dead_letter;
     // Enables reconsume_later(): failed messages go to the retry-letter topic, which this
     // consumer also subscribes to (Java: enableRetry). Needs `dead_letter` for the topic names

@@ -132,6 +132,19 @@ struct consumer_impl::topic_state {
     std::shared_ptr<const std::string> shared_name;
     std::shared_ptr<const std::string> last_producer;
     bool filter_inclusive = false;
+    // Ack grouping (consumer.h): individual acks made while `acks_in_flight` > 0 wait here
+    // (their ids, batch bits owned) and go out as one ACK when an answer comes. `ack_epoch`
+    // changes when the connection goes, so a late answer of the old one touches nothing.
+    struct waiting_ack {
+        std::uint64_t ledger = 0;
+        std::uint64_t entry = 0;
+        std::vector<std::int64_t> bits;  // batch bits still unacked; empty: the whole entry
+        std::int32_t batch_size = 0;
+    };
+    std::vector<waiting_ack> waiting_acks;
+    std::vector<completion<void>> ack_waiters;
+    std::uint32_t acks_in_flight = 0;
+    std::uint64_t ack_epoch = 0;
 };
 
 consumer_impl::consumer_impl(std::shared_ptr<client_impl> client,
@@ -174,6 +187,7 @@ std::size_t consumer_impl::add_topic_state(const std::string& name,
             ts.consumed = 0;
             ts.connected = false;
             ts.conn.reset();
+            fail_waiting_acks(static_cast<std::uint32_t>(i), errc::disconnected);
             return i;
         }
     }
@@ -417,6 +431,7 @@ void consumer_impl::on_closed(std::size_t t, bool connection_lost) {
         ts.conn.reset();
     }
     (void)connection_lost;
+    fail_waiting_acks(static_cast<std::uint32_t>(t), errc::disconnected);
     // What was buffered will be redelivered by the broker (or is gone after a seek).
     drop_topic_state(static_cast<std::uint32_t>(t));
     if (closed_ || ts.removed || ts.reconnecting || ts.seeking) {
@@ -773,33 +788,117 @@ void consumer_impl::ack(const message_id& id, bool cumulative, completion<void> 
                     (kv.first.ledger == id.ledger && kv.first.entry == id.entry && bits.empty()));
         });
     }
+    std::erase_if(nacks_, [&](const auto& kv) { return kv.first == key; });
+    if (!cumulative && options_.max_acks_per_request > 1 && ts.acks_in_flight > 0) {
+        // Wait for the ACK in flight. Acks of one entry merge: the bits still unacked are the
+        // intersection (an empty set, the whole entry, absorbs the other).
+        auto& w = ts.waiting_acks;
+        if (!w.empty() && w.back().ledger == pid.ledger_id && w.back().entry == pid.entry_id) {
+            auto& prev = w.back().bits;
+            if (bits.empty() || prev.empty()) {
+                prev.clear();
+            } else {
+                prev.resize(std::min(prev.size(), bits.size()));
+                for (std::size_t i = 0; i < prev.size(); ++i) {
+                    prev[i] &= bits[i];
+                }
+                if (none_set(prev)) {
+                    prev.clear();
+                }
+            }
+            w.back().batch_size = prev.empty() ? 0 : id.batch_size;
+        } else {
+            w.push_back(topic_state::waiting_ack{pid.ledger_id, pid.entry_id, std::move(bits),
+                                                 id.batch_size});
+            if (w.back().bits.empty()) {
+                w.back().batch_size = 0;
+            }
+        }
+        ts.ack_waiters.push_back(std::move(done));
+        if (w.size() >= options_.max_acks_per_request) {
+            flush_acks(*t);
+        }
+        return;
+    }
     pid.ack_set = bits;
     if (!bits.empty()) {
         pid.batch_size = id.batch_size;
     }
-    std::erase_if(nacks_, [&](const auto& kv) { return kv.first == key; });
+    std::vector<completion<void>> waiters;
+    waiters.push_back(std::move(done));
+    send_acks(*t, cumulative, std::span<const proto::message_id>(&pid, 1), std::move(waiters));
+}
+
+void consumer_impl::send_acks(std::uint32_t t,
+                              bool cumulative,
+                              std::span<const proto::message_id> ids,
+                              std::vector<completion<void>> waiters) {
+    auto& ts = *topics_[t];
     const auto req = client_->next_request_id();
     proto::ack_args a;
     a.consumer_id = ts.consumer_id;
     a.cumulative = cumulative;
-    a.ids = std::span<const proto::message_id>(&pid, 1);
+    a.ids = ids;
     a.request_id = req;
+    ++ts.acks_in_flight;
     ts.conn->request(
         req, [&](proto::frame_buffer& out, proto::command_writer& w) { return w.ack(out, a); },
         completion<command_ptr>(
-            handler<command_ptr>([done = std::move(done)](result<command_ptr> r) mutable {
+            handler<command_ptr>([self = shared_from_this(), t, epoch = ts.ack_epoch,
+                                  waiters = std::move(waiters)](result<command_ptr> r) mutable {
+                result<void> outcome;
                 if (!r) {
-                    done(error(r.error()));
-                    return;
+                    outcome = error(r.error());
+                } else if (const auto& resp = (*r)->ackresponse(); resp.has_error()) {
+                    outcome = error(make_broker_error(resp.error()));
                 }
-                const auto& resp = (*r)->ackresponse();
-                if (resp.has_error()) {
-                    done(error(make_broker_error(resp.error())));
-                    return;
+                auto& s = *self->topics_[t];
+                if (s.ack_epoch == epoch) {
+                    --s.acks_in_flight;
+                    if (s.acks_in_flight == 0 && !s.waiting_acks.empty()) {
+                        self->flush_acks(t);  // the next group goes before these complete
+                    }
                 }
-                done(result<void>{});
+                for (auto& w : waiters) {
+                    w(outcome);
+                }
             }),
             client_->strand()));
+}
+
+void consumer_impl::flush_acks(std::uint32_t t) {
+    auto& ts = *topics_[t];
+    if (ts.waiting_acks.empty()) {
+        return;
+    }
+    if (!ts.connected || !ts.conn) {
+        fail_waiting_acks(t, errc::disconnected);
+        return;
+    }
+    auto waiting = std::move(ts.waiting_acks);
+    ts.waiting_acks.clear();
+    std::vector<proto::message_id> ids(waiting.size());
+    for (std::size_t i = 0; i < waiting.size(); ++i) {
+        ids[i].ledger_id = waiting[i].ledger;
+        ids[i].entry_id = waiting[i].entry;
+        ids[i].ack_set = waiting[i].bits;
+        ids[i].batch_size = waiting[i].batch_size;
+    }
+    auto waiters = std::move(ts.ack_waiters);
+    ts.ack_waiters.clear();
+    send_acks(t, false, ids, std::move(waiters));
+}
+
+void consumer_impl::fail_waiting_acks(std::uint32_t t, std::error_code ec) {
+    auto& ts = *topics_[t];
+    ++ts.ack_epoch;
+    ts.acks_in_flight = 0;
+    ts.waiting_acks.clear();
+    auto waiters = std::move(ts.ack_waiters);
+    ts.ack_waiters.clear();
+    for (auto& w : waiters) {
+        w(error(ec));
+    }
 }
 
 void consumer_impl::nack(const message_id& id) {
@@ -977,6 +1076,7 @@ asio::awaitable<void> consumer_impl::remove_topic(std::shared_ptr<consumer_impl>
                                                   std::size_t t) {
     auto& ts = *self->topics_[t];
     ts.removed = true;
+    self->flush_acks(static_cast<std::uint32_t>(t));
     // What was buffered goes back to the broker with the consumer's close.
     self->drop_topic_state(static_cast<std::uint32_t>(t));
     auto conn = std::move(ts.conn);
@@ -1139,6 +1239,7 @@ asio::awaitable<result<void>> consumer_impl::seek(std::shared_ptr<consumer_impl>
         if (!ts.connected || !ts.conn) {
             co_return error(errc::disconnected);
         }
+        self->flush_acks(static_cast<std::uint32_t>(t));  // acks made before the seek go first
         auto conn = ts.conn;
         const auto req = self->client_->next_request_id();
         const auto cid = ts.consumer_id;
@@ -1245,6 +1346,7 @@ asio::awaitable<result<void>> consumer_impl::unsubscribe(std::shared_ptr<consume
             out = error(errc::disconnected);
             continue;
         }
+        self->flush_acks(static_cast<std::uint32_t>(t));
         const auto req = self->client_->next_request_id();
         const auto cid = ts->consumer_id;
         auto r =
@@ -1272,6 +1374,7 @@ asio::awaitable<result<void>> consumer_impl::close(std::shared_ptr<consumer_impl
     result<void> out;
     for (std::size_t t = 0; t < self->topics_.size(); ++t) {
         auto& ts = self->topics_[t];
+        self->flush_acks(static_cast<std::uint32_t>(t));  // acks made before close() go first
         if (!ts->conn) {
             continue;
         }

@@ -17,6 +17,7 @@
 #include "nereus/client/options.h"
 #include "nereus/client/pattern.h"
 #include "nereus/proto/batch_codec.h"
+#include "nereus/proto/commands.h"
 
 #include <cstdint>
 #include <deque>
@@ -24,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -108,6 +110,15 @@ private:
     void consumed(std::uint32_t t, std::uint32_t n);
     std::optional<std::uint32_t> topic_of(const message_id& id) const;
     void send_redeliver(std::uint32_t t, const std::vector<message_id>& ids);
+    // Ack grouping (consumer.h). send_acks: one ACK of `ids` whose answer completes `waiters`;
+    // flush_acks: sends the acks waiting for an answer now; fail_waiting_acks: completes them
+    // with `ec` and forgets the ACKs in flight (a connection went; their answers are ignored).
+    void send_acks(std::uint32_t t,
+                   bool cumulative,
+                   std::span<const proto::message_id> ids,
+                   std::vector<completion<void>> waiters);
+    void flush_acks(std::uint32_t t);
+    void fail_waiting_acks(std::uint32_t t, std::error_code ec);
     void drop_topic_state(std::uint32_t t);
     void fail_receivers(std::error_code ec);
     [[nodiscard]] std::string dlq_topic() const;
