@@ -76,7 +76,9 @@ void journaled_store::preparer_loop() {
                            .count());
             continue;
         }
+        // Not taken and not complete: a spare that was usable (filling) is gone with it.
         spare_ = spare_state::none;
+        spare_ready_.store(false, std::memory_order_relaxed);
         if (prep_stop_) {
             break;
         }

@@ -62,6 +62,10 @@ public:
         std::unique_lock l(mu_);
         return cv_.wait_for(l, std::chrono::seconds(60), [&] { return waiting_ > 0; });
     }
+    bool has_waiter() {
+        const std::lock_guard l(mu_);
+        return waiting_ > 0;
+    }
     // Completed syncs of the k-th spare.tmp file opened.
     std::uint64_t syncs_of(std::size_t k) {
         const std::lock_guard l(mu_);
@@ -304,6 +308,40 @@ TEST_F(PartialSpare, CloseDuringTheFillOfTheActiveFile) {
     ASSERT_TRUE(size);
     EXPECT_EQ(*size, scan(j).end_pos) << "close cut the zeros after the blocks";
     expect_clean();
+    s = open(fs_);
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+// A spare that became usable (its first chunk synced) and then failed before any roll took
+// it is gone: the store does not keep rolling to a spare that no longer exists.
+TEST_F(PartialSpare, AFailedFillBeforeTheTakeLeavesNoUsableSpare) {
+    auto gate = std::make_shared<fill_gate>(fs_, 0);
+    auto s = open(gate);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // The spare is asked for once the unprepared file holds half its size: its first sync
+    // is then held.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!gate->has_waiter() && std::chrono::steady_clock::now() < deadline) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    ASSERT_TRUE(gate->has_waiter());
+    // Its second chunk's write (and every retry's) fails; the first chunk's sync passes.
+    fs_->fail_writes(std::string(format::kSpareJournalTmpName), std::errc::no_space_on_device, 0,
+                     1 << 20);
+    gate->allow(UINT64_MAX);
+    while (exists("/db/journal/spare.tmp") && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_FALSE(exists("/db/journal/spare.tmp")) << "the failed preparation was abandoned";
+    const auto rolls = s->stats().journal_rolls;
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    EXPECT_EQ(s->stats().journal_rolls, rolls) << "no switch to a spare that is gone";
+    EXPECT_EQ(s->stats().partial_spares, 0U);
+    ASSERT_TRUE(s->close());
     s = open(fs_);
     ASSERT_NE(s, nullptr);
     expect_all_acked(*s);
