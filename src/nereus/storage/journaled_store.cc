@@ -239,7 +239,8 @@ store_stats journaled_store::stats() const {
     return {
         stat_commits_.load(),           stat_appends_.load(),        stat_journal_bytes_.load(),
         stat_checkpoints_.load(),       stat_segment_rolls_.load(),  stat_journal_rolls_.load(),
-        stat_prepared_journals_.load(), stat_spares_skipped_.load(), stat_leader_commits_.load()};
+        stat_prepared_journals_.load(), stat_spares_skipped_.load(), stat_leader_commits_.load(),
+        stat_partial_spares_.load(),    stat_fill_stops_.load()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -549,6 +550,10 @@ void journaled_store::commit_group(group& g) {
         }
     }
     const auto block = std::span<std::byte>(g.bytes.data(), g.bytes.size());
+    if (fill_watch_ && (journal_pos_ + block.size() + kDirectIoAlign > fill_safe_ ||
+                        journal_pos_ >= fill_kick_at_)) {
+        watch_fill(journal_pos_ + block.size());  // the active file is still being zero-filled
+    }
     format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()),
                          g.records_crc);
     const auto sync_start = std::chrono::steady_clock::now();

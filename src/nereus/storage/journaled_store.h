@@ -17,7 +17,11 @@
 //   - preparer: when asked, prepares journal/spare (zero-filled to journal_max_bytes in synced
 //     chunks paced to prepare_bytes_per_s, renamed into place, directory synced), so that a
 //     journal roll can switch to a file whose blocks are allocated and whose syncs never extend
-//     it. The committer never waits for it.
+//     it. An unprepared active file switches to journal/spare.tmp as soon as its first chunk
+//     is synced; the preparer then fills it ahead of the committer (at most
+//     prepare_lead_bytes ahead), and never writes at or below the durable fill end the
+//     committer may write up to. The committer waits for it only when it must write past that
+//     end, or rolls, while a chunk is in progress (it stops the fill, and waits for that chunk).
 //
 // Leader commit (store_options::leader_commits, off by default). The commit path (a group's journal
 // write, segment writes, completions, maybe_checkpoint) is run by whoever holds the commit token
@@ -196,7 +200,9 @@ private:
     // Writes journal/spare.tmp (zeros in paced chunks, each synced), renames it to
     // journal/spare, syncs journal/: durable when it returns. Preparer thread. Gives up
     // (removing the tmp file) when close() stops the preparer, between chunks or in a pace wait.
-    result<void> prepare_spare();
+    // Returns false if the committer took the file while it was being filled (it is then
+    // a journal file: filled ahead of the committer until complete or stopped).
+    result<bool> prepare_spare();
     // Asks the preparer for a spare (committer thread, recovery). Cheap; no I/O.
     void request_spare();
     // Recovery, before threads start: removes spare.tmp and a spare that does not fit.
@@ -204,6 +210,16 @@ private:
     // Makes journal file `seq` the active one: the ready spare renamed into place, else a new
     // empty file; then syncs journal/. Committer thread, or recovery.
     result<void> open_journal_file(std::uint64_t seq);
+    // Committer thread, before writing a block that ends at `end` into an active file that is
+    // still being filled (fill_watch_): when the write's pages reach past the durable fill end,
+    // or the writer is fast, stops the fill (waiting for a chunk in progress only when it must
+    // write past the fill end); otherwise lets the fill run prepare_lead_bytes past `end`.
+    void watch_fill(std::uint64_t end);
+    // Committer thread: stops the fill of the active file and waits for the chunk in progress.
+    void stop_fill();
+    // Committer-only: the journal's write rate over the last kRateCommits commits is above
+    // prepare_max_bytes_per_s.
+    [[nodiscard]] bool writing_fast() const;
 
     // --- recovery (journaled_store_recovery.cc) ---
     result<void> recover();
@@ -344,13 +360,31 @@ private:
     std::uint64_t ckpt_done_covers_ = 0;
 
     // Preparer hand-off. spare_ready_ mirrors spare_ == ready for the committer's lock-free check.
-    enum class spare_state { none, preparing, ready, taking };
+    // filling: spare.tmp is being prepared and its first chunk is durable, so a roll may take
+    // it (renamed to the new journal file) and the preparer fills on ahead of the committer.
+    enum class spare_state { none, preparing, filling, ready, taking };
     std::mutex prep_mu_;
     std::condition_variable prep_cv_;
     spare_state spare_ = spare_state::none;  // guarded by prep_mu_
     bool prep_wanted_ = false;               // guarded by prep_mu_
     bool prep_stop_ = false;                 // guarded by prep_mu_
-    std::atomic<bool> spare_ready_{false};
+    std::atomic<bool> spare_ready_{false};   // ready or filling
+    std::condition_variable fill_cv_;        // the committer waits for fill_running_ == false
+    // The file the preparer fills (guarded by prep_mu_): its durable zero-filled end F (the
+    // preparer writes only at F and above, the committer only in pages below F while the fill
+    // runs); the committer took it as its journal file; the fill still runs on it; the committer
+    // asks it to stop; how far the fill may go (prepare_lead_bytes past the committer).
+    std::uint64_t fill_end_ = 0;
+    bool fill_taken_ = false;
+    bool fill_running_ = false;
+    bool fill_stop_ = false;
+    std::uint64_t fill_want_end_ = 0;
+    std::uint64_t fill_done_end_ = 0;  // fill_end_ of the taken file when its fill ended
+    // Committer-only: the active file is being filled (its pages past fill_safe_ are not
+    // zeroed yet); its fill end as last seen; journal_pos_ at which to let the fill go on.
+    bool fill_watch_ = false;
+    std::uint64_t fill_safe_ = 0;
+    std::uint64_t fill_kick_at_ = 0;
     // Committer-only: the active journal file started as a prepared spare; a spare was asked
     // for since the active file was opened.
     bool journal_prepared_ = false;
@@ -381,6 +415,8 @@ private:
     std::atomic<std::uint64_t> stat_prepared_journals_{0};
     std::atomic<std::uint64_t> stat_spares_skipped_{0};
     std::atomic<std::uint64_t> stat_leader_commits_{0};
+    std::atomic<std::uint64_t> stat_partial_spares_{0};
+    std::atomic<std::uint64_t> stat_fill_stops_{0};
 };
 
 }  // namespace nereus::storage

@@ -1,7 +1,9 @@
 // Prepared journal files: the preparer thread keeps one zero-filled, synced spare ready, so a
 // journal roll switches to a file whose commits overwrite allocated blocks (doc/format/segment.md,
 // "Prepared journal files"). Nothing depends on it for correctness: without a ready spare, a roll
-// creates an empty file as before.
+// creates an empty file as before. A spare whose first chunk is durable may be taken while it is
+// still being filled; the preparer then fills it ahead of the committer, which never writes a
+// page at or past the durable fill end while the fill runs.
 
 #include "nereus/storage/journaled_store.h"
 #include "nereus/storage/logger.h"
@@ -46,7 +48,23 @@ void journaled_store::preparer_loop() {
         const auto t0 = std::chrono::steady_clock::now();
         auto r = prepare_spare();
         lock.lock();
-        if (r) {
+        if (fill_taken_) {
+            // The committer took the file while it was being filled: it is a journal file now,
+            // and the fill of it is over (complete, stopped, or failed).
+            fill_taken_ = false;
+            fill_running_ = false;
+            fill_done_end_ = fill_end_;
+            fill_cv_.notify_all();
+            NEREUS_LOG(storage_log(), debug, "journal fill ended bytes={} ms={} error={}",
+                       fill_end_,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count(),
+                       r ? "none" : r.error().message());
+            if (r || prep_stop_) {
+                continue;  // spare_ is none: a request made meanwhile is served next
+            }
+        } else if (r && *r) {
             retry_delay = kFirstRetryDelay;
             spare_ = spare_state::ready;
             prep_wanted_ = false;
@@ -58,7 +76,9 @@ void journaled_store::preparer_loop() {
                            .count());
             continue;
         }
+        // Not taken and not complete: a spare that was usable (filling) is gone with it.
         spare_ = spare_state::none;
+        spare_ready_.store(false, std::memory_order_relaxed);
         if (prep_stop_) {
             break;
         }
@@ -71,7 +91,7 @@ void journaled_store::preparer_loop() {
     }
 }
 
-result<void> journaled_store::prepare_spare() {
+result<bool> journaled_store::prepare_spare() {
     const std::string tmp = path_join(journal_dir_, format::kSpareJournalTmpName);
     if (auto r = fs_->remove(tmp); !r && !is_not_found(r.error())) {
         return error(r.error());
@@ -81,9 +101,12 @@ result<void> journaled_store::prepare_spare() {
         return error(opened.error());
     }
     std::unique_ptr<file> f = std::move(*opened);
-    auto abandon = [&](std::error_code ec) -> result<void> {
+    bool taken = false;  // the committer renamed spare.tmp to its journal file
+    auto abandon = [&](std::error_code ec) -> result<bool> {
         f.reset();
-        (void)fs_->remove(tmp);
+        if (!taken) {
+            (void)fs_->remove(tmp);
+        }
         return error(ec);
     };
     // Real writes, not fallocate: fallocated blocks are "unwritten" extents, and the first
@@ -98,6 +121,16 @@ result<void> journaled_store::prepare_spare() {
     const std::vector<std::byte> zeros(static_cast<std::size_t>(chunk));
     const double rate = static_cast<double>(opts_.prepare_bytes_per_s);
     const auto t0 = std::chrono::steady_clock::now();
+    {
+        const std::lock_guard lock(prep_mu_);
+        fill_end_ = 0;
+        fill_want_end_ = opts_.journal_max_bytes;  // until taken: the whole file, at the pace
+    }
+    // Once taken, the file is the committer's: stop when it says so (it caught up, wrote fast,
+    // or rolled) or at close(); the zeros written so far stay (a zero tail).
+    auto stopped = [&] {
+        return prep_stop_ || (fill_taken_ && fill_stop_);
+    };
     for (std::uint64_t pos = 0; pos < opts_.journal_max_bytes;) {
         {
             std::unique_lock lock(prep_mu_);
@@ -105,13 +138,20 @@ result<void> journaled_store::prepare_spare() {
                 const auto due =
                     t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                              std::chrono::duration<double>(static_cast<double>(pos) / rate));
-                prep_cv_.wait_until(lock, due, [&] { return prep_stop_; });
+                prep_cv_.wait_until(lock, due, stopped);
             }
-            if (prep_stop_) {
+            // A taken file is filled only prepare_lead_bytes ahead of the committer.
+            prep_cv_.wait(lock, [&] { return stopped() || pos < fill_want_end_; });
+            taken = fill_taken_;
+            if (stopped()) {
                 lock.unlock();
+                if (taken) {
+                    return false;
+                }
                 return abandon(make_error_code(errc::closed));
             }
         }
+        // Never below the durable fill end, where the committer may write once it is taken.
         const auto n = std::min<std::uint64_t>(zeros.size(), opts_.journal_max_bytes - pos);
         if (auto r = f->write_at(pos, bytes_view(zeros.data(), n)); !r) {
             return abandon(r.error());
@@ -120,6 +160,22 @@ result<void> journaled_store::prepare_spare() {
             return abandon(r.error());
         }
         pos += n;
+        const std::lock_guard lock(prep_mu_);
+        fill_end_ = pos;  // durable zeros up to here
+        if (spare_ == spare_state::preparing && pos < opts_.journal_max_bytes) {
+            spare_ = spare_state::filling;  // a roll may take it now
+            spare_ready_.store(true, std::memory_order_release);
+        }
+    }
+    {
+        std::unique_lock lock(prep_mu_);
+        // A take in progress decides whose the file is.
+        prep_cv_.wait(lock, [&] { return spare_ != spare_state::taking; });
+        if (fill_taken_) {
+            return false;  // complete: a journal file with no unprepared bytes
+        }
+        spare_ = spare_state::preparing;  // not takeable while it is renamed to `spare`
+        spare_ready_.store(false, std::memory_order_relaxed);
     }
     f.reset();
     // Only a complete, synced file ever carries the name `spare`.
@@ -128,7 +184,7 @@ result<void> journaled_store::prepare_spare() {
         return abandon(r.error());
     }
     NEREUS_TRY(fs_->sync_dir(journal_dir_));
-    return {};
+    return true;
 }
 
 result<void> journaled_store::inspect_spare() {
@@ -165,10 +221,15 @@ result<void> journaled_store::inspect_spare() {
 
 result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     const std::string path = path_join(journal_dir_, format::journal_file_name(seq));
+    if (fill_watch_) {
+        stop_fill();  // the old file is never written again
+    }
     bool take = false;
+    bool partial = false;
     {
         const std::lock_guard lock(prep_mu_);
-        if (spare_ == spare_state::ready) {
+        if (spare_ == spare_state::ready || spare_ == spare_state::filling) {
+            partial = spare_ == spare_state::filling;
             spare_ = spare_state::taking;  // the preparer leaves the name alone meanwhile
             take = true;
         }
@@ -177,14 +238,31 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     bool prepared = false;
     bool direct = false;
     if (take) {
-        // A crash after this rename leaves an all-zero journal file `seq`: recovery reads it as
-        // empty. Before it, the spare is still a spare.
-        auto r = fs_->rename_noreplace(path_join(journal_dir_, format::kSpareJournalName), path);
+        // A crash after this rename leaves a journal file `seq` of zeros (up to the fill end of
+        // a partial spare, then its end): recovery reads it as empty. Before it, the spare is
+        // still a spare (spare.tmp for a partial one, which the next open removes).
+        auto r =
+            fs_->rename_noreplace(path_join(journal_dir_, partial ? format::kSpareJournalTmpName
+                                                                  : format::kSpareJournalName),
+                                  path);
         {
             const std::lock_guard lock(prep_mu_);
             spare_ = spare_state::none;
             spare_ready_.store(false, std::memory_order_relaxed);
+            if (r && partial) {
+                // The preparer goes on filling it (its descriptor follows the rename), ahead of
+                // the committer; this request is served. The first commit sets the lead.
+                fill_taken_ = true;
+                fill_running_ = true;
+                fill_stop_ = false;
+                fill_want_end_ = fill_end_;
+                prep_wanted_ = false;
+                fill_watch_ = true;
+                fill_safe_ = fill_end_;
+                fill_kick_at_ = 0;
+            }
         }
+        prep_cv_.notify_all();  // a preparer waiting for the take's outcome
         if (!r) {
             if (!is_not_found(r.error())) {
                 return error(r.error());
@@ -229,9 +307,84 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     spare_requested_ = false;
     if (prepared) {
         stat_prepared_journals_.fetch_add(1, std::memory_order_relaxed);
+        if (fill_watch_) {
+            stat_partial_spares_.fetch_add(1, std::memory_order_relaxed);
+        }
     }
-    NEREUS_LOG(storage_log(), debug, "journal file={} prepared={}", path, prepared);
+    NEREUS_LOG(storage_log(), debug, "journal file={} prepared={} partial={}", path, prepared,
+               fill_watch_);
     return {};
+}
+
+bool journaled_store::writing_fast() const {
+    if (opts_.prepare_max_bytes_per_s == 0 || commits_in_file_ < kRateCommits) {
+        return false;
+    }
+    const rate_point& oldest = rate_ring_[commits_in_file_ % kRateCommits];
+    const rate_point& newest = rate_ring_[(commits_in_file_ - 1) % kRateCommits];
+    const double window_s = std::chrono::duration<double>(newest.at - oldest.at).count();
+    return static_cast<double>(newest.pos - oldest.pos) >
+           static_cast<double>(opts_.prepare_max_bytes_per_s) * window_s;
+}
+
+void journaled_store::watch_fill(std::uint64_t end) {
+    // The write covers whole pages (write_direct), and the preparer's buffered writes would
+    // read-modify-write a page they share: keep a page of distance.
+    const std::uint64_t need = (end + kDirectIoAlign - 1) & ~std::uint64_t{kDirectIoAlign - 1};
+    const bool fast = writing_fast();
+    std::unique_lock lock(prep_mu_);
+    if (!fill_running_) {
+        lock.unlock();
+        stop_fill();  // the fill is over: nothing else writes the file now
+        return;
+    }
+    fill_safe_ = fill_end_;
+    if (!fast && need <= fill_safe_) {
+        // Let the fill run ahead; look again after half the lead (or when it is reached).
+        const std::uint64_t lead = opts_.prepare_lead_bytes;
+        fill_want_end_ = lead == 0 ? opts_.journal_max_bytes : end + lead;
+        fill_kick_at_ = lead == 0 ? UINT64_MAX : end + lead / 2;
+        lock.unlock();
+        prep_cv_.notify_all();
+        return;
+    }
+    // A fast writer gains little from the rest (and would share the disk with it); a writer
+    // that caught up must not wait for it.
+    if (!fill_stop_) {
+        fill_stop_ = true;
+        stat_fill_stops_.fetch_add(1, std::memory_order_relaxed);
+        NEREUS_LOG(storage_log(), debug, "journal fill stopped at {} (write end {}, fast={})",
+                   fill_end_, end, fast);
+    }
+    fill_kick_at_ = UINT64_MAX;
+    if (need <= fill_safe_) {
+        lock.unlock();
+        prep_cv_.notify_all();
+        return;  // below the fill end still: the chunk in progress may go on meanwhile
+    }
+    lock.unlock();
+    prep_cv_.notify_all();
+    stop_fill();
+}
+
+void journaled_store::stop_fill() {
+    std::unique_lock lock(prep_mu_);
+    if (fill_running_ && !fill_stop_) {
+        fill_stop_ = true;
+        stat_fill_stops_.fetch_add(1, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    prep_cv_.notify_all();
+    lock.lock();
+    fill_cv_.wait(lock, [&] { return !fill_running_; });  // at most the chunk in progress
+    // From the fill end on, the file is unprepared: its commits extend it (and the early
+    // switch to the next spare applies again).
+    if (fill_done_end_ < opts_.journal_max_bytes) {
+        journal_prepared_ = false;
+    }
+    fill_watch_ = false;
+    fill_safe_ = 0;
+    fill_kick_at_ = 0;
 }
 
 }  // namespace nereus::storage

@@ -45,6 +45,9 @@ struct store_stats {
     std::uint64_t prepared_journals = 0;  // journal files that started as a prepared spare
     std::uint64_t spares_skipped = 0;  // journal files filled with no spare asked for (fast writes)
     std::uint64_t leader_commits = 0;  // of `commits`, those written by an appending thread
+    std::uint64_t partial_spares = 0;  // of prepared_journals, switched to while being filled
+    std::uint64_t fill_stops = 0;  // fills of an active file stopped short (committer caught up,
+                                   // fast writes, a roll)
 };
 
 class stream_store {

@@ -80,6 +80,13 @@ struct store_options {
     // doc/perf.md: with the paced fill, commit syncs over 5 ms during a fill 12 -> 6.5 per
     // 4 s window, and a 5,000 msg/s run's p999 just after a max-rate run 17.5 -> 10.6 ms).
     std::uint64_t prepare_bytes_per_s = 32ULL << 20;
+    // A spare is usable while it is still being zero-filled: once its first chunk is synced,
+    // an unprepared active file (after a max-rate phase, or an open without a spare) switches
+    // to it, and the preparer goes on filling ahead of the committer's write position
+    // (doc/format/segment.md, "Prepared journal files"). After that switch the fill stays at
+    // most this many bytes ahead of the committer (so it writes about as fast as the commits,
+    // not prepare_bytes_per_s beside them). 0: fill the rest at prepare_bytes_per_s.
+    std::uint64_t prepare_lead_bytes = 4ULL << 20;
     // A checkpoint starts once this many journal bytes were written since the last one.
     std::uint64_t checkpoint_bytes = 32ULL << 20;
     // Bound on open segment files kept by the LRU descriptor cache.

@@ -1,0 +1,414 @@
+// A journal spare usable while it is still being zero-filled (doc/format/segment.md, "Prepared
+// journal files"): an unprepared active file switches to journal/spare.tmp once its first chunk
+// is synced; the preparer fills on ahead of the committer, which stops the fill when it catches
+// up (waiting only for the chunk in progress), at a roll and at close. The preparer never
+// writes over a block: after any crash, recovery returns exactly the acknowledged records.
+// The preparer's syncs are held at a gate (fill_gate), so no test depends on timing.
+
+#include "nereus/base/fault_file_system.h"
+#include "nereus/base/forwarding_file_system.h"
+#include "nereus/storage/format.h"
+#include "nereus/storage/journal_scan.h"
+#include "nereus/storage/stream_store.h"
+#include "nereus/storage/verify.h"
+
+#include <gtest/gtest.h>
+
+#include "support/payloads.h"
+#include "support/store_helpers.h"
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <rapidcheck/gtest.h>
+#include <thread>
+#include <vector>
+
+namespace nereus::storage {
+namespace {
+
+using namespace testing;
+
+constexpr std::size_t kPayload = 40;
+
+// Holds the preparer's syncs: a file opened as journal/spare.tmp may complete `allowed` syncs
+// (counted over all such files, in open order); later ones block until allow() raises the
+// bound, or (with `hold`) at most that long. Counts each such file's syncs (they follow the
+// file through the take's rename).
+class fill_gate final : public forwarding_file_system {
+public:
+    explicit fill_gate(std::shared_ptr<file_system> inner,
+                       std::uint64_t allowed = UINT64_MAX,
+                       std::optional<std::chrono::microseconds> hold = std::nullopt)
+        : forwarding_file_system(std::move(inner)), allowed_(allowed), hold_(hold) {}
+
+    void allow_one_more() {
+        {
+            const std::lock_guard l(mu_);
+            ++allowed_;
+        }
+        cv_.notify_all();
+    }
+    void allow(std::uint64_t n) {
+        {
+            const std::lock_guard l(mu_);
+            allowed_ = n;
+        }
+        cv_.notify_all();
+    }
+    // Waits (bounded: 60 s) until a sync is held at the gate.
+    bool wait_for_waiter() {
+        std::unique_lock l(mu_);
+        return cv_.wait_for(l, std::chrono::seconds(60), [&] { return waiting_ > 0; });
+    }
+    bool has_waiter() {
+        const std::lock_guard l(mu_);
+        return waiting_ > 0;
+    }
+    // Completed syncs of the k-th spare.tmp file opened.
+    std::uint64_t syncs_of(std::size_t k) {
+        const std::lock_guard l(mu_);
+        return k < per_file_.size() ? per_file_[k] : 0;
+    }
+
+    result<std::unique_ptr<file>> open(const std::string& path, open_mode mode) override {
+        auto f = inner_->open(path, mode);
+        if (!f || !path.ends_with(format::kSpareJournalTmpName)) {
+            return f;
+        }
+        std::size_t k = 0;
+        {
+            const std::lock_guard l(mu_);
+            k = per_file_.size();
+            per_file_.push_back(0);
+        }
+        return std::unique_ptr<file>(std::make_unique<gated_file>(this, k, std::move(*f)));
+    }
+
+private:
+    class gated_file final : public forwarding_file {
+    public:
+        gated_file(fill_gate* g, std::size_t k, std::unique_ptr<file> f)
+            : forwarding_file(std::move(f)), g_(g), k_(k) {}
+        result<void> sync() override {
+            {
+                std::unique_lock l(g_->mu_);
+                ++g_->waiting_;
+                g_->cv_.notify_all();
+                auto may = [&] {
+                    return g_->synced_ < g_->allowed_;
+                };
+                if (g_->hold_) {
+                    if (!g_->cv_.wait_for(l, *g_->hold_, may)) {
+                        ++g_->allowed_;  // held long enough: this sync passes
+                    }
+                } else {
+                    g_->cv_.wait(l, may);
+                }
+                --g_->waiting_;
+                ++g_->synced_;
+            }
+            auto r = inner_->sync();
+            const std::lock_guard l(g_->mu_);
+            ++g_->per_file_[k_];
+            return r;
+        }
+
+    private:
+        fill_gate* g_;
+        std::size_t k_;
+    };
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::uint64_t allowed_;
+    const std::optional<std::chrono::microseconds> hold_;
+    std::uint64_t synced_ = 0;
+    int waiting_ = 0;
+    std::vector<std::uint64_t> per_file_;
+};
+
+// 64 KiB journal files in 4 KiB chunks (a page: the committer keeps a page away from the fill).
+store_options fill_options() {
+    store_options o = tiny_options();
+    o.journal_max_bytes = 64 << 10;
+    o.checkpoint_bytes = 1ULL << 30;  // keep every journal file for inspection
+    o.prepare_chunk_bytes = 4096;
+    o.prepare_bytes_per_s = 0;
+    o.prepare_lead_bytes = 0;
+    return o;
+}
+
+class PartialSpare : public ::testing::Test {
+protected:
+    std::unique_ptr<stream_store> open(std::shared_ptr<file_system> fs,
+                                       store_options o = fill_options()) {
+        return open_store(std::move(fs), "/db", o);
+    }
+    void append(stream_store& s) {
+        auto r = s.append_sync(stream_id(1), payload(1, acked_, kPayload));
+        ASSERT_TRUE(r) << r.error().message();
+        ASSERT_EQ(r->value(), acked_);
+        ++acked_;
+    }
+    // Appends until the store switched to a spare still being filled (bounded: 60 s).
+    void append_until_partial(stream_store& s) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (s.stats().partial_spares == 0 && std::chrono::steady_clock::now() < deadline) {
+            ASSERT_NO_FATAL_FAILURE(append(s));
+        }
+        ASSERT_GE(s.stats().partial_spares, 1U) << "no switch to a spare being filled";
+    }
+    void expect_all_acked(stream_store& s) {
+        auto all = read_all(s, stream_id(1));
+        ASSERT_EQ(all.size(), acked_);
+        for (std::uint64_t i = 0; i < acked_; ++i) {
+            ASSERT_EQ(all[i], payload(1, i, kPayload)) << i;
+        }
+    }
+    void expect_clean() {
+        auto rep = verify(*fs_, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    }
+    std::string last_journal() {
+        std::string last;
+        auto names = fs_->list_dir("/db/journal");
+        EXPECT_TRUE(names);
+        for (const auto& n : *names) {
+            if (format::parse_journal_file_name(n)) {
+                last = std::max(last, "/db/journal/" + n);
+            }
+        }
+        return last;
+    }
+    bool exists(const std::string& path) {
+        auto e = fs_->exists(path);
+        EXPECT_TRUE(e);
+        return e && *e;
+    }
+    journal_file_scan scan(const std::string& path) {
+        auto f = fs_->open(path, open_mode::read_only);
+        EXPECT_TRUE(f);
+        auto s = scan_journal_file(**f, 0, 0, nullptr);
+        EXPECT_TRUE(s);
+        return s ? *s : journal_file_scan{};
+    }
+
+    std::shared_ptr<fault_file_system> fs_ = std::make_shared<fault_file_system>();
+    std::uint64_t acked_ = 0;
+};
+
+// The open found no spare, so the active file is unprepared; the spare asked for is switched in
+// once its first chunk is durable, while its second chunk's sync is still held.
+TEST_F(PartialSpare, AnUnpreparedFileSwitchesToASpareOnceItsFirstChunkIsDurable) {
+    auto gate = std::make_shared<fill_gate>(fs_, 1);
+    auto s = open(gate);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    ASSERT_NO_FATAL_FAILURE(append_until_partial(*s));
+    ASSERT_TRUE(gate->wait_for_waiter()) << "the second chunk's sync is held";
+    EXPECT_EQ(gate->syncs_of(0), 1U);
+    EXPECT_EQ(s->stats().prepared_journals, 1U);
+    EXPECT_FALSE(exists("/db/journal/spare.tmp")) << "renamed to the new journal file";
+    EXPECT_FALSE(exists("/db/journal/spare"));
+    const std::string j = last_journal();
+    // Commits in the first chunk's pages go on while the fill is held.
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    EXPECT_EQ(last_journal(), j);
+    EXPECT_EQ(s->stats().fill_stops, 0U);
+    // The file is its blocks, then zeros up to the fill end (and the held chunk): a zero tail.
+    const auto sc = scan(j);
+    EXPECT_TRUE(sc.zero_tail);
+    EXPECT_FALSE(sc.defect);
+    EXPECT_GE(sc.blocks, 5U);
+    gate->allow(UINT64_MAX);
+    ASSERT_TRUE(s->close());
+    expect_clean();
+    s = open(fs_);
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+// The committer catches up with a fill held in its second chunk's sync: it stops the fill,
+// waits for that chunk (and only it), then writes past the fill end as into an unprepared
+// file. Every acknowledged append survives a kill and a power cut.
+TEST_F(PartialSpare, CommitterCatchingUpStopsTheFillAndWaitsOnlyForTheChunkInProgress) {
+    for (int power = 0; power < 2; ++power) {
+        SCOPED_TRACE(power);
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+        auto gate = std::make_shared<fill_gate>(fs_, 1);
+        auto s = open(gate);
+        ASSERT_NE(s, nullptr);
+        ASSERT_TRUE(s->create_stream(stream_id(1)));
+        ASSERT_NO_FATAL_FAILURE(append_until_partial(*s));
+        ASSERT_TRUE(gate->wait_for_waiter());
+        const std::string j = last_journal();
+        // 100 appends of ~100 B pass the first chunk's 4 KiB: the committer must stop the fill.
+        constexpr int kMore = 100;
+        std::atomic<int> done{0};
+        std::thread writer([&] {
+            for (int i = 0; i < kMore; ++i) {
+                auto r = s->append_sync(stream_id(1), payload(1, acked_ + i, kPayload));
+                ASSERT_TRUE(r) << r.error().message();
+                done.fetch_add(1);
+            }
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (s->stats().fill_stops == 0 && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        ASSERT_EQ(s->stats().fill_stops, 1U);
+        // The committer waits for the held chunk: the writer cannot be done.
+        EXPECT_LT(done.load(), kMore);
+        gate->allow(UINT64_MAX);
+        writer.join();
+        acked_ += kMore;
+        EXPECT_EQ(gate->syncs_of(0), 2U) << "no chunk after the stop";
+        EXPECT_EQ(last_journal(), j);
+        const auto sc = scan(j);
+        EXPECT_GT(sc.end_pos, 8192U) << "the blocks went on past the two zeroed chunks";
+        EXPECT_FALSE(sc.defect);
+        fs_->crash_now();
+        s.reset();  // with the fill over, nothing waits
+        if (power != 0) {
+            fs_->power_loss();
+        } else {
+            fs_->process_crash();
+        }
+        s = open(fs_);
+        ASSERT_NE(s, nullptr);
+        ASSERT_NO_FATAL_FAILURE(expect_all_acked(*s));
+        ASSERT_TRUE(s->close());
+        expect_clean();
+    }
+}
+
+// close() while the preparer is held in a chunk of the active file: the fill stops after that
+// chunk, close cuts the file to its blocks, and nothing is left named spare or spare.tmp.
+TEST_F(PartialSpare, CloseDuringTheFillOfTheActiveFile) {
+    auto gate = std::make_shared<fill_gate>(fs_, 1);
+    auto s = open(gate);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    ASSERT_NO_FATAL_FAILURE(append_until_partial(*s));
+    ASSERT_TRUE(gate->wait_for_waiter());
+    const std::string j = last_journal();
+    std::optional<result<void>> closed;
+    std::thread closer([&] { closed = s->close(); });
+    gate->allow(UINT64_MAX);  // before or after close() asked the preparer to stop
+    closer.join();
+    ASSERT_TRUE(closed && *closed);
+    EXPECT_FALSE(exists("/db/journal/spare.tmp"));
+    auto size = fs_->file_size(j);
+    ASSERT_TRUE(size);
+    EXPECT_EQ(*size, scan(j).end_pos) << "close cut the zeros after the blocks";
+    expect_clean();
+    s = open(fs_);
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+// A spare that became usable (its first chunk synced) and then failed before any roll took
+// it is gone: the store does not keep rolling to a spare that no longer exists.
+TEST_F(PartialSpare, AFailedFillBeforeTheTakeLeavesNoUsableSpare) {
+    auto gate = std::make_shared<fill_gate>(fs_, 0);
+    auto s = open(gate);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // The spare is asked for once the unprepared file holds half its size: its first sync
+    // is then held.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!gate->has_waiter() && std::chrono::steady_clock::now() < deadline) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    ASSERT_TRUE(gate->has_waiter());
+    // Its second chunk's write (and every retry's) fails; the first chunk's sync passes.
+    fs_->fail_writes(std::string(format::kSpareJournalTmpName), std::errc::no_space_on_device, 0,
+                     1 << 20);
+    gate->allow(UINT64_MAX);
+    while (exists("/db/journal/spare.tmp") && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_FALSE(exists("/db/journal/spare.tmp")) << "the failed preparation was abandoned";
+    const auto rolls = s->stats().journal_rolls;
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    EXPECT_EQ(s->stats().journal_rolls, rolls) << "no switch to a spare that is gone";
+    EXPECT_EQ(s->stats().partial_spares, 0U);
+    ASSERT_TRUE(s->close());
+    s = open(fs_);
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
+// Fill and commit concurrently, with random record sizes, chunk sizes, leads, journal sizes and
+// fill progress (the appender lets one more chunk's sync pass every `step` appends; a held sync
+// passes anyway after 2 ms, so a committer that caught up never waits for the appender), then
+// a crash of a random kind (or a clean close): recovery returns exactly the acknowledged
+// records and verify finds nothing wrong. A zero-fill written over a block would lose an
+// acknowledged record (at the end) or be a bad block followed by valid ones (before). Timing
+// changes only which interleavings a run covers, never whether it passes.
+RC_GTEST_PROP(PartialSpareProperty, RecoveryReturnsExactlyTheAcknowledgedRecords, ()) {
+    auto fs = std::make_shared<fault_file_system>();
+    auto gate = std::make_shared<fill_gate>(fs, 1, std::chrono::milliseconds(2));
+    store_options o = fill_options();
+    o.journal_max_bytes = *rc::gen::element<std::uint64_t>(16 << 10, 32 << 10, 64 << 10);
+    o.prepare_chunk_bytes = *rc::gen::element<std::uint64_t>(4096, 8192, 12288);
+    o.prepare_lead_bytes = *rc::gen::element<std::uint64_t>(0, 4096, 16 << 10);
+    o.direct_journal_writes = *rc::gen::arbitrary<bool>();
+    const auto sizes = *rc::gen::container<std::vector<std::size_t>>(
+        *rc::gen::inRange<std::size_t>(50, 400),
+        rc::gen::weightedOneOf<std::size_t>({{4, rc::gen::inRange<std::size_t>(0, 300)},
+                                             {1, rc::gen::inRange<std::size_t>(300, 6000)}}));
+    const auto step = *rc::gen::inRange<std::size_t>(1, 40);
+    const int ending = *rc::gen::inRange(0, 4);  // kill, power cut, torn power cut, close
+    auto opened = stream_store::open(gate, "/db", o);
+    RC_ASSERT(opened.has_value());
+    auto s = std::move(*opened);
+    RC_ASSERT(s->create_stream(stream_id(1)).has_value());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        auto r = s->append_sync(stream_id(1), payload(1, i, sizes[i]));
+        RC_ASSERT(r.has_value());
+        RC_ASSERT(r->value() == i);
+        if (i % step == 0) {
+            gate->allow_one_more();
+        }
+    }
+    RC_CLASSIFY(s->stats().partial_spares > 0, "switched to a spare being filled");
+    RC_CLASSIFY(s->stats().fill_stops > 0, "a fill was stopped");
+    if (ending == 3) {
+        RC_ASSERT(s->close().has_value());
+        s.reset();
+    } else {
+        fs->crash_now();
+        s.reset();
+        if (ending == 0) {
+            fs->process_crash();
+        } else if (ending == 1) {
+            fs->power_loss();
+        } else {
+            fs->power_loss_torn(sizes.size());
+        }
+    }
+    opened = stream_store::open(fs, "/db", o);
+    RC_ASSERT(opened.has_value());
+    s = std::move(*opened);
+    auto all = read_all(*s, stream_id(1));
+    RC_ASSERT(all.size() == sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        RC_ASSERT(all[i] == payload(1, i, sizes[i]));
+    }
+    RC_ASSERT(s->close().has_value());
+    auto rep = verify(*fs, "/db");
+    RC_ASSERT(rep.has_value());
+    RC_ASSERT(rep->issues.empty());
+}
+
+}  // namespace
+}  // namespace nereus::storage
