@@ -158,8 +158,11 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
             self->bytes_in_ += size;
             // Completions run on a storage thread: wake the dispatchers from an io
             // thread, once per burst. The flag is cleared before the subscriptions are
-            // read, so an append completing after that posts a new wake-up.
-            if (!self->notify_posted_.exchange(true)) {
+            // read, so an append completing after that posts a new wake-up. A load first
+            // (no read-modify-write while a wake-up is already posted): seq_cst, so a load
+            // that sees `true` precedes the handler's clearing store, and the handler's reads
+            // of the stream's end come after this append's.
+            if (!self->notify_posted_.load() && !self->notify_posted_.exchange(true)) {
                 notify = self->shared_from_this();
             }
         }
