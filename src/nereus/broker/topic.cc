@@ -148,6 +148,8 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
     // thread and the storage thread write): the caller keeps the topic alive until `done` has
     // run (Requires in topic.h), so a reference is taken only for the dispatchers' wake-up
     // (once per burst), before `done`, and used after it.
+    // Relocatable by copying when `done` is: the rest is a pointer and integers.
+    const bool relocatable = done.relocatable();
     auto finish = [self = this, done = std::move(done),
                    batch = std::max<std::uint32_t>(1, info.batch_size),
                    size = static_cast<std::uint32_t>(std::min<std::size_t>(
@@ -180,7 +182,7 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
         }
     };
     static_assert(append_callback::fits_inline<decltype(finish)>);
-    store_->append(entry, info, std::move(finish));
+    store_->append(entry, info, append_callback(relocatable_if{relocatable}, std::move(finish)));
 }
 
 void topic::post_notify() {

@@ -8,7 +8,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace nereus {
 namespace {
@@ -109,6 +111,67 @@ TEST(Completion, NestsInsideALargerCompletion) {
     outer(1);
     EXPECT_EQ(got, 101);
     EXPECT_EQ(inner_token.use_count(), 1);
+}
+
+// relocatable_if{true}: moves copy the bytes (no indirect call), and a layer wrapping a
+// relocatable completion may declare itself relocatable too (topic::append, the ledger).
+TEST(Completion, RelocatableChainsMoveByCopyingAndReleaseEachCaptureOnce) {
+    auto inner_token = std::make_shared<int>(0);
+    auto outer_token = std::make_shared<int>(0);
+    int got = 0;
+    small_fn inner(relocatable_if{true}, [t = inner_token, &got](int v) { got = v; });
+    ASSERT_TRUE(inner.relocatable());
+    const bool r = inner.relocatable();
+    big_fn outer(relocatable_if{r}, [done = std::move(inner), t = outer_token,
+                                     add = 100](int v) mutable { done(v + add); });
+    EXPECT_TRUE(outer.relocatable());
+    EXPECT_EQ(inner_token.use_count(), 2);
+    EXPECT_EQ(outer_token.use_count(), 2);
+    // Moved around as the store's queue does (a vector that grows relocates its elements).
+    std::vector<big_fn> q;
+    for (int i = 0; i < 40; ++i) {
+        q.emplace_back(relocatable_if{true}, [t = outer_token](int) {});
+    }
+    q.push_back(std::move(outer));
+    EXPECT_FALSE(outer);  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+    for (int i = 0; i < 200; ++i) {
+        q.emplace_back(relocatable_if{true}, [](int) {});  // reallocates: every element moves
+    }
+    EXPECT_EQ(inner_token.use_count(), 2);   // copied bytes, not copies of the shared_ptr
+    EXPECT_EQ(outer_token.use_count(), 42);  // 40 + the chain's + this one
+    big_fn moved = std::move(q[40]);
+    big_fn assigned;
+    assigned = std::move(moved);
+    assigned(1);
+    EXPECT_EQ(got, 101);
+    EXPECT_FALSE(assigned);
+    EXPECT_EQ(inner_token.use_count(), 1);  // the chain released both captures, once
+    EXPECT_EQ(outer_token.use_count(), 41);
+    q.clear();
+    EXPECT_EQ(outer_token.use_count(), 1);
+}
+
+TEST(Completion, ANonRelocatableInnerKeepsTheOuterOnIndirectMoves) {
+    // A capture that points into itself (a std::string's short buffer) must be moved by its
+    // move constructor: an inner completion not declared relocatable reports it, and the
+    // layer above passes that on.
+    std::string seen;
+    small_fn inner = [s = std::string("short"), &seen](int) {
+        seen = s;
+    };
+    EXPECT_FALSE(inner.relocatable());
+    const bool r = inner.relocatable();
+    big_fn outer(relocatable_if{r}, [done = std::move(inner)](int v) mutable { done(v); });
+    EXPECT_FALSE(outer.relocatable());
+    std::vector<big_fn> q;
+    q.push_back(std::move(outer));
+    for (int i = 0; i < 100; ++i) {
+        q.emplace_back([](int) {});
+    }
+    q[0](0);
+    EXPECT_EQ(seen, "short");
+    big_fn empty;
+    EXPECT_TRUE(empty.relocatable());  // nothing to move
 }
 
 }  // namespace
