@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,6 +174,86 @@ TEST(Completion, ANonRelocatableInnerKeepsTheOuterOnIndirectMoves) {
     EXPECT_EQ(seen, "short");
     big_fn empty;
     EXPECT_TRUE(empty.relocatable());  // nothing to move
+}
+
+// Property: a three-layer chain (48 -> 80 -> 144 bytes, as connection -> topic -> store) with
+// any mix of relocatable and indirect layers (a layer is relocatable only if declared so and
+// its inner one is), moved any number of times through vectors that grow, move assignment and
+// swaps, then invoked once or destroyed uninvoked: the call sees every layer's addition exactly
+// once, and every capture is released exactly once.
+RC_GTEST_PROP(Completion, ChainsOfMixedLayersSurviveAnyMovesAndReleaseOnce, ()) {
+    using l1 = inline_completion<void(int), 48>;
+    using l2 = inline_completion<void(int), 80>;
+    using l3 = inline_completion<void(int), 144>;
+    const auto decl = *rc::gen::container<std::vector<bool>>(3, rc::gen::arbitrary<bool>());
+    const auto moves = *rc::gen::inRange(0, 40);
+    const bool invoke = *rc::gen::arbitrary<bool>();
+    auto t1 = std::make_shared<int>(0);
+    auto t2 = std::make_shared<int>(0);
+    auto t3 = std::make_shared<int>(0);
+    int got = -1;
+    int calls = 0;
+    {
+        l1 a(relocatable_if{decl[0]}, [t = t1, &got, &calls](int v) {
+            got = v;
+            ++calls;
+        });
+        RC_ASSERT(a.relocatable() == decl[0]);
+        const bool r1 = a.relocatable() && decl[1];
+        l2 b(relocatable_if{r1}, [done = std::move(a), t = t2](int v) mutable { done(v + 10); });
+        RC_ASSERT(b.relocatable() == r1);
+        const bool r2 = b.relocatable() && decl[2];
+        l3 c(relocatable_if{r2},
+             [done = std::move(b), t = t3, pad = std::array<std::uint64_t, 2>{}](int v) mutable {
+                 done(v + 100 + static_cast<int>(pad[0]));
+             });
+        RC_ASSERT(c.relocatable() == r2);
+        std::vector<l3> q;
+        q.push_back(std::move(c));
+        std::size_t at = 0;
+        for (int i = 0; i < moves; ++i) {
+            switch (*rc::gen::inRange(0, 3)) {
+                case 0:  // grow: the vector relocates every element
+                    for (int k = 0; k < 8; ++k) {
+                        q.emplace_back(relocatable_if{true}, [](int) {});
+                    }
+                    break;
+                case 1: {  // move-assign into another slot
+                    const std::size_t to = *rc::gen::inRange<std::size_t>(0, q.size());
+                    if (to != at) {
+                        q[to] = std::move(q[at]);
+                        at = to;
+                    }
+                    break;
+                }
+                default: {  // swap through a temporary
+                    const std::size_t to = *rc::gen::inRange<std::size_t>(0, q.size());
+                    l3 tmp = std::move(q[to]);
+                    q[to] = std::move(q[at]);
+                    q[at] = std::move(tmp);
+                    at = to;
+                    break;
+                }
+            }
+            RC_ASSERT(t1.use_count() == 2);
+            RC_ASSERT(t2.use_count() == 2);
+            RC_ASSERT(t3.use_count() == 2);
+        }
+        RC_ASSERT(static_cast<bool>(q[at]));
+        if (invoke) {
+            q[at](1);
+            RC_ASSERT(!q[at]);
+            RC_ASSERT(t1.use_count() == 1);
+            RC_ASSERT(t3.use_count() == 1);
+        }
+    }
+    RC_ASSERT(calls == (invoke ? 1 : 0));
+    if (invoke) {
+        RC_ASSERT(got == 111);
+    }
+    RC_ASSERT(t1.use_count() == 1);
+    RC_ASSERT(t2.use_count() == 1);
+    RC_ASSERT(t3.use_count() == 1);
 }
 
 }  // namespace
