@@ -525,6 +525,12 @@ asio::awaitable<void> producer::run(steady::time_point start,
     const bool batching = config_.batch_max > 1;
     std::uint64_t i = 0;
     std::uint32_t since_yield = 0;
+    // Unbatched at max rate, one clock read per burst: the messages added between two
+    // suspensions (at most 64, a few microseconds) leave in one write (conn_.flush() before
+    // each suspension), so they share its intended (= send) time. Cleared after every
+    // co_await below.
+    bool burst_clock = false;
+    steady::time_point burst_now;
     while (!failed() && !stop_ && (config_.messages == 0 || i < config_.messages)) {
         // The in-flight window (batched messages count): wait for receipts. A partial batch
         // waits for its delay unless nothing else is in flight.
@@ -536,10 +542,11 @@ asio::awaitable<void> producer::run(steady::time_point start,
             }
             conn_.flush();
             co_await wait_until(batch_count_ > 0 ? batch_deadline_ : steady::time_point::max());
+            burst_clock = false;
             continue;
         }
         steady::time_point intended;
-        steady::time_point now;  // the one clock read per message (max rate: == intended)
+        steady::time_point now;  // this turn's clock read (max rate: == intended, per burst)
         if (paced) {
             intended = start + std::chrono::nanoseconds(
                                    static_cast<std::int64_t>(static_cast<double>(i) * interval_ns));
@@ -559,6 +566,16 @@ asio::awaitable<void> producer::run(steady::time_point start,
                 conn_.flush();
                 co_await wait_until(intended);
                 continue;
+            }
+        } else if (!batching) {
+            if (!burst_clock) {
+                burst_now = steady::now();
+                burst_clock = true;
+            }
+            intended = burst_now;
+            now = intended;
+            if (intended >= stop_at) {
+                break;
             }
         } else {
             intended = steady::now();
@@ -586,6 +603,7 @@ asio::awaitable<void> producer::run(steady::time_point start,
             since_yield = 0;
             conn_.flush();
             co_await asio::post(timer_.get_executor(), asio::use_awaitable);
+            burst_clock = false;
         }
     }
     flush_batch();
@@ -616,7 +634,13 @@ void producer::on_frame(const proto::frame_view& f) {
             const auto n = sends_[sends_head_].messages;
             sends_head_ = (sends_head_ + 1) % sends_.size();
             --sends_size_;
-            const auto now_tp = steady::now();  // one clock read per receipt
+            // One clock read per socket read that brought receipts (as the consumer's
+            // read_clocks()): a read's receipts arrived together, microseconds apart at most.
+            if (receipt_clock_read_ != conn_.reads()) {
+                receipt_clock_read_ = conn_.reads();
+                receipt_now_ = steady::now();
+            }
+            const auto now_tp = receipt_now_;
             const std::int64_t now = steady_ns(now_tp);
             for (std::uint32_t k = 0; k < n; ++k) {
                 const std::int64_t intended = intended_[intended_head_];

@@ -205,6 +205,10 @@ private:
     std::uint64_t in_flight_ = 0;  // messages sent or batched, not receipted
     std::int64_t steady_base_ns_ = 0;
     std::uint64_t realtime_base_ns_ = 0;
+    // The receipts' clock: read once per socket read that brought receipts (conn_.reads()),
+    // not once per receipt; a read's receipts arrived together.
+    std::uint64_t receipt_clock_read_ = ~std::uint64_t{0};
+    steady::time_point receipt_now_{};
 };
 
 struct consumer_config {

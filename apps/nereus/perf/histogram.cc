@@ -8,19 +8,6 @@ namespace nereus::app::perf {
 
 histogram::histogram() : counts_(bucket_count, 0) {}
 
-std::size_t histogram::bucket_of(std::uint64_t value) noexcept {
-    if (value < sub_buckets) {
-        return static_cast<std::size_t>(value);
-    }
-    const int e = std::bit_width(value) - 1;  // >= sub_bucket_bits
-    if (e > max_exp) {
-        return bucket_count - 1;
-    }
-    const int shift = e - sub_bucket_bits;
-    const std::uint64_t mantissa = (value >> shift) & (sub_buckets - 1);
-    return static_cast<std::size_t>(static_cast<std::uint64_t>(shift + 1) * sub_buckets + mantissa);
-}
-
 std::uint64_t histogram::bucket_low(std::size_t index) noexcept {
     if (index < sub_buckets) {
         return index;
@@ -41,20 +28,13 @@ std::uint64_t histogram::bucket_high(std::size_t index) noexcept {
     return bucket_low(index) + (std::uint64_t{1} << shift) - 1;
 }
 
-void histogram::record(std::uint64_t value) noexcept {
-    ++counts_[bucket_of(value)];
-    ++count_;
-    min_ = std::min(min_, value);
-    max_ = std::max(max_, value);
-    sum_ += static_cast<long double>(value);
-}
-
 void histogram::reset() noexcept {
     std::fill(counts_.begin(), counts_.end(), 0);
     count_ = 0;
     min_ = ~std::uint64_t{0};
     max_ = 0;
-    sum_ = 0;
+    sum_lo_ = 0;
+    sum_hi_ = 0;
 }
 
 void histogram::merge(const histogram& other) noexcept {
@@ -64,11 +44,17 @@ void histogram::merge(const histogram& other) noexcept {
     count_ += other.count_;
     min_ = std::min(min_, other.min_);
     max_ = std::max(max_, other.max_);
-    sum_ += other.sum_;
+    sum_lo_ += other.sum_lo_;
+    sum_hi_ += other.sum_hi_ + (sum_lo_ < other.sum_lo_ ? 1 : 0);
 }
 
 double histogram::mean() const noexcept {
-    return count_ == 0 ? 0.0 : static_cast<double>(sum_ / static_cast<long double>(count_));
+    if (count_ == 0) {
+        return 0.0;
+    }
+    const long double sum = static_cast<long double>(sum_hi_) * 18446744073709551616.0L +
+                            static_cast<long double>(sum_lo_);
+    return static_cast<double>(sum / static_cast<long double>(count_));
 }
 
 std::uint64_t histogram::percentile(double p) const noexcept {

@@ -10,16 +10,28 @@
 // inline_completion<.., 56 + the lambda's other captures>. A larger or over-aligned callable is
 // still accepted (cold paths, tests) but is boxed on the heap; hot paths static_assert
 // `fits_inline<F>` so that never happens there silently.
+// Hot paths that nest completions (connection -> topic -> ledger -> store) move each one a
+// few times per message, and a move is an indirect call that moves every nested layer in turn.
+// A callable the caller declares relocatable (`relocatable_if(yes)`: its captures are raw or
+// smart pointers, integers and completions that are themselves relocatable(), none pointing
+// into the callable) is moved by copying its N bytes instead: no indirect call, however deep
+// the nesting.
 // Ownership: owns its callable; moved-from and invoked completions are empty.
 // Thread-safety: thread-compatible (one owner at a time; hand it over by moving).
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
 
 namespace nereus {
+
+// The tag of inline_completion's relocatable constructor: relocatable_if{yes}.
+struct relocatable_if {
+    bool yes = false;
+};
 
 template <class Sig, std::size_t N>
 class inline_completion;
@@ -51,6 +63,17 @@ public:
             ops_ = &boxed_ops<fn>;
         }
     }
+    // As above; when `r.yes`, the caller promises that F may be relocated by copying its bytes
+    // (see the file comment), and moves of this completion do so. Requires: F fits inline.
+    template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, inline_completion> &&
+             std::is_invocable_v<std::decay_t<F>&, Args...>)
+        inline_completion(relocatable_if r, F&& f) {
+        using fn = std::decay_t<F>;
+        static_assert(fits_inline<fn>, "a relocatable completion is stored inline");
+        ::new (static_cast<void*>(storage_)) fn(std::forward<F>(f));
+        ops_ = r.yes ? &relocatable_ops<fn> : &inline_ops<fn>;
+    }
     inline_completion(inline_completion&& o) noexcept { move_from(o); }
     inline_completion& operator=(inline_completion&& o) noexcept {
         if (this != &o) {
@@ -64,6 +87,9 @@ public:
     ~inline_completion() { reset(); }
 
     explicit operator bool() const { return ops_ != nullptr; }
+    // Whether moving this completion copies its bytes (empty, or built relocatable_if{true}):
+    // a callable that captures it may then be declared relocatable too.
+    [[nodiscard]] bool relocatable() const { return ops_ == nullptr || ops_->move == nullptr; }
 
     // Invokes the callable (if any) once, then empties this object (the callable is destroyed
     // after it returns).
@@ -77,7 +103,7 @@ public:
 private:
     struct ops {
         void (*invoke)(void*, Args&&...);
-        void (*move)(void* dst, void* src) noexcept;
+        void (*move)(void* dst, void* src) noexcept;  // null: relocated by copying the bytes
         void (*destroy)(void*) noexcept;
     };
     template <class F>
@@ -87,6 +113,12 @@ private:
             ::new (dst) F(std::move(*static_cast<F*>(src)));
             static_cast<F*>(src)->~F();
         },
+        [](void* p) noexcept { static_cast<F*>(p)->~F(); },
+    };
+    template <class F>
+    static constexpr ops relocatable_ops{
+        [](void* p, Args&&... a) { (*static_cast<F*>(p))(std::forward<Args>(a)...); },
+        nullptr,
         [](void* p) noexcept { static_cast<F*>(p)->~F(); },
     };
     template <class F>
@@ -110,7 +142,11 @@ private:
     }
     void move_from(inline_completion& o) noexcept {
         if (o.ops_ != nullptr) {
-            o.ops_->move(storage_, o.storage_);
+            if (o.ops_->move == nullptr) {
+                std::memcpy(storage_, o.storage_, N);  // relocatable: the source is not destroyed
+            } else {
+                o.ops_->move(storage_, o.storage_);
+            }
             ops_ = o.ops_;
             o.ops_ = nullptr;
         }

@@ -189,6 +189,21 @@ private:
     static void queue_append_done(const std::shared_ptr<producer_state>& p,
                                   std::uint64_t serial,
                                   result<position> r);
+    // The calling thread's run of finished appends of one producer, staged inside a
+    // wake_batch scope (a storage group's completions) and handed to the producer's queue under
+    // one done_mu lock per run instead of one per append (flush_staged_done).
+    struct done_staging {
+        std::shared_ptr<producer_state> p;  // null: nothing staged
+        std::vector<append_done> items;
+    };
+    static done_staging& staged_done();  // thread-local
+    // Hands this thread's staged run to its producer (the argument is unused: a
+    // wake_batch::defer function).
+    static void flush_staged_done(void* unused);
+    // Queues `items` on `p` under one lock; posts a drain (deferred to the enclosing
+    // wake_batch scope, if any) unless one is posted.
+    static void hand_over_done(const std::shared_ptr<producer_state>& p,
+                               std::vector<append_done>& items);
     static void post_drain(producer_state& p);  // any thread: drain_append_done(p) on the strand
     void drain_append_done(const std::shared_ptr<producer_state>& p);  // strand
     void flush_receipts(const std::shared_ptr<producer_state>& p);

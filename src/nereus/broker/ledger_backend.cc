@@ -301,6 +301,7 @@ public:
             l_->append(entry, o, std::move(confirmed));
             return;
         }
+        const bool relocatable = done.relocatable();  // `durable` holds nothing else
         auto durable = [done = std::move(done)](result<ledger::message_id> r) mutable {
             if (!r) {
                 done(nereus::error(r.error()));
@@ -309,7 +310,9 @@ public:
             done(position{r->ledger_id, r->entry_id});
         };
         static_assert(ledger::managed_ledger::append_callback::fits_inline<decltype(durable)>);
-        l_->append(entry, o, std::move(durable));
+        l_->append(entry, o,
+                   ledger::managed_ledger::append_callback(relocatable_if{relocatable},
+                                                           std::move(durable)));
     }
 
     result<std::shared_ptr<subscription_cursor>> open_subscription(const std::string& name,

@@ -148,6 +148,8 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
     // thread and the storage thread write): the caller keeps the topic alive until `done` has
     // run (Requires in topic.h), so a reference is taken only for the dispatchers' wake-up
     // (once per burst), before `done`, and used after it.
+    // Relocatable by copying when `done` is: the rest is a pointer and integers.
+    const bool relocatable = done.relocatable();
     auto finish = [self = this, done = std::move(done),
                    batch = std::max<std::uint32_t>(1, info.batch_size),
                    size = static_cast<std::uint32_t>(std::min<std::size_t>(
@@ -158,8 +160,11 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
             self->bytes_in_ += size;
             // Completions run on a storage thread: wake the dispatchers from an io
             // thread, once per burst. The flag is cleared before the subscriptions are
-            // read, so an append completing after that posts a new wake-up.
-            if (!self->notify_posted_.exchange(true)) {
+            // read, so an append completing after that posts a new wake-up. A load first
+            // (no read-modify-write while a wake-up is already posted): seq_cst, so a load
+            // that sees `true` precedes the handler's clearing store, and the handler's reads
+            // of the stream's end come after this append's.
+            if (!self->notify_posted_.load() && !self->notify_posted_.exchange(true)) {
                 notify = self->shared_from_this();
             }
         }
@@ -177,7 +182,7 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
         }
     };
     static_assert(append_callback::fits_inline<decltype(finish)>);
-    store_->append(entry, info, std::move(finish));
+    store_->append(entry, info, append_callback(relocatable_if{relocatable}, std::move(finish)));
 }
 
 void topic::post_notify() {

@@ -34,7 +34,10 @@ std::optional<std::int64_t> ledger_stream::trimmed_max_time() const {
 }
 
 void ledger_stream::on_appended(cursor::offset at, std::int64_t publish_time, std::size_t bytes) {
-    {
+    // The index step comes before end() moves past `at`: an ensure_built() that reads the new
+    // end() finds `at` either indexed here or, if this skipped the lock, below end() for its
+    // catch-up scan.
+    if (built_.load()) {
         const std::lock_guard lock(mu_);
         if (built_ && at == indexed_end_) {
             add_locked(at, publish_time, bytes);
@@ -89,22 +92,29 @@ result<void> ledger_stream::scan(cursor::offset from, cursor::offset to, F&& f) 
 }
 
 result<void> ledger_stream::ensure_built() const {
-    if (built_) {
-        return {};
+    const auto add = [this](cursor::offset at, std::int64_t t, std::size_t n) {
+        if (at == indexed_end_) {
+            add_locked(at, t, n);
+        }
+    };
+    if (built_.load()) {
+        // Catch-up: appends that completed without the lock while the index was being built
+        // (on_appended read built_ before it was set). Usually nothing to read.
+        const cursor::offset to = end_.load();
+        if (indexed_end_ >= to || scan(indexed_end_, to, add)) {
+            return {};
+        }
+        built_.store(false);  // the catch-up could not read: rebuilt from scratch below
     }
     const cursor::offset from = start_.load();
     const cursor::offset to = end_.load();
     blocks_.clear();
     indexed_end_ = from;
-    auto r = scan(from, to, [this](cursor::offset at, std::int64_t t, std::size_t n) {
-        if (at == indexed_end_) {
-            add_locked(at, t, n);
-        }
-    });
+    auto r = scan(from, to, add);
     if (!r) {
         return r;
     }
-    built_ = true;
+    built_.store(true);
     return {};
 }
 

@@ -81,7 +81,11 @@ private:
     std::atomic<cursor::offset> end_;
 
     mutable std::mutex mu_;
-    mutable bool built_ = false;
+    // Written under mu_; read without it by on_appended, which takes mu_ only once the index
+    // exists (until the first lookup, an append completion takes no lock here). An append
+    // that skipped the lock while the index was being built is caught up by the next
+    // ensure_built() (from indexed_end_ to end()).
+    mutable std::atomic<bool> built_{false};
     mutable cursor::offset indexed_end_ = 0;  // every entry below it is in blocks_
     mutable std::vector<block_info> blocks_;  // block i covers [i*block_, (i+1)*block_)
     std::optional<std::int64_t> trimmed_max_;

@@ -904,6 +904,8 @@ void managed_ledger::append(bytes_view payload,
     std::copy(payload.begin(), payload.end(), buf.begin() + format::kEntryHeaderSize);
     // The whole completion (ledger, caller's inline callback, publish time, size) is stored
     // inline in the store's pending append: no heap context per append.
+    // Relocatable by copying when `done` is: the rest is a shared_ptr and integers.
+    const bool relocatable = done.relocatable();
     auto finish = [ledger = shared_from_this(), done = std::move(done),
                    publish_time = options.publish_time, n](result<storage::offset> r) mutable {
         if (!r) {
@@ -917,8 +919,9 @@ void managed_ledger::append(bytes_view payload,
     // The payload's verified tail is also the staged entry's tail.
     const storage::stream_store::verified_tail tail{
         options.tail_crc, options.tail_len <= payload.size() ? options.tail_len : 0};
-    env_.streams->append(storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n), tail,
-                         std::move(finish));
+    env_.streams->append(
+        storage::stream_id(registry_.stream_id), bytes_view(buf.data(), n), tail,
+        storage::append_completion(relocatable_if{relocatable}, std::move(finish)));
 }
 
 result<message_id> managed_ledger::append_sync(bytes_view payload, const append_options& options) {

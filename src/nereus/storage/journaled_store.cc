@@ -287,10 +287,12 @@ void journaled_store::append(stream_id id,
     stream_state* st = nullptr;  // looked up once per pass: a backpressure wait unlocks mu_
     for (;;) {
         std::error_code ec;
-        if (closing_ || closed_) {
-            ec = make_error_code(errc::closed);
-        } else if (failed_.load()) {
+        // Failed before closed: reopening_store's append may still reach a failed store its
+        // thread is closing for the reopen, and answers store_failed then, as its slow path.
+        if (failed_.load()) {
             ec = make_error_code(errc::store_failed);
+        } else if (closing_ || closed_) {
+            ec = make_error_code(errc::closed);
         } else if (auto it = streams_.find(id.value()); it != streams_.end()) {
             st = it->second.get();
         } else {

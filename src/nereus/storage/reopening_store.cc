@@ -32,7 +32,8 @@ reopening_store::reopening_store(std::shared_ptr<file_system> fs,
       dir_(std::move(dir)),
       options_(options),
       reopen_(reopen),
-      inner_(std::move(inner)) {
+      inner_(std::move(inner)),
+      serving_(inner_.get()) {
     thread_ = std::thread([this] {
         set_thread_name("nereus-reopen");
         loop();
@@ -74,13 +75,15 @@ result<void> reopening_store::reopen_if_failed() {
             return {};
         }
         old = std::move(inner_);  // from here on every call fails with store_failed
+        serving_.store(nullptr);
     }
     if (old) {
         // Not under mu_: the old store's completions may call append() on this wrapper while
         // close() joins its committer (they get store_failed at once).
         NEREUS_LOG(storage_log(), warn, "stream store failed dir={}: closing it to reopen", dir_);
         (void)old->close();  // reports the failure again; nothing more to do with it
-        old.reset();
+        const std::lock_guard lock(mu_);
+        retired_.push_back(std::move(old));  // an append() may still hold its pointer
     }
     auto s = stream_store::open(fs_, dir_, options_);
     if (!s) {
@@ -91,6 +94,7 @@ result<void> reopening_store::reopen_if_failed() {
     {
         const std::lock_guard lock(mu_);
         inner_ = std::shared_ptr<stream_store>(std::move(*s));
+        serving_.store(inner_.get());
     }
     reopens_.fetch_add(1);
     NEREUS_LOG(storage_log(), warn, "stream store reopened dir={} reopens={}", dir_,
@@ -116,11 +120,15 @@ result<void> reopening_store::close() {
         const std::lock_guard lock(mu_);
         closed_ = true;
         s = std::move(inner_);
+        serving_.store(nullptr);
     }
     if (!s) {
         return error(errc::store_failed);
     }
-    return s->close();
+    auto r = s->close();
+    const std::lock_guard lock(mu_);
+    retired_.push_back(std::move(s));  // an append() may still hold its pointer
+    return r;
 }
 
 std::shared_ptr<stream_store> reopening_store::current(std::error_code& ec) const {
@@ -156,6 +164,12 @@ void reopening_store::append(stream_id id,
                              bytes_view payload,
                              verified_tail tail,
                              append_completion done) {
+    // The lock-free path (header: Thread-safety): a store taken out of service after this load
+    // is closed, not destroyed, and fails the append itself.
+    if (stream_store* serving = serving_.load()) {
+        serving->append(id, payload, tail, std::move(done));
+        return;
+    }
     std::error_code ec;
     auto s = current(ec);
     if (!s) {

@@ -14,8 +14,11 @@
 // backoff up to `max_backoff`. Meanwhile every call fails with errc::store_failed.
 //
 // Ownership: owns the inner store and the thread.
-// Thread-safety: thread-safe. Each call takes a short mutex to pick the current inner store.
-//   Completions run on the inner store's committer thread, as stream_store.h says.
+// Thread-safety: thread-safe. Each call takes a short mutex to pick the current inner store,
+//   except append(), which reads it from an atomic pointer (no lock, no reference count per
+//   message): a store replaced by a reopen is closed but kept (not destroyed) until this
+//   wrapper is, so an append that read the old pointer fails on it (store_failed) as it would
+//   here. Completions run on the inner store's committer thread, as stream_store.h says.
 // Durability: as stream_store.h (append: DURABLE on success; create/delete/trim: durable on
 //   return). Across a reopen:
 //   - every append confirmed before the failure is present;
@@ -35,6 +38,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace nereus::storage {
 
@@ -110,8 +114,14 @@ private:
     const store_options options_;
     const reopen_options reopen_;
 
-    mutable std::mutex mu_;  // guards inner_, closed_, stop_
+    mutable std::mutex mu_;  // guards inner_, closed_, stop_, retired_
     std::shared_ptr<stream_store> inner_;
+    // inner_.get() while it serves appends (null while failed-and-replaced or closed); written
+    // under mu_, read by append() without it.
+    std::atomic<stream_store*> serving_{nullptr};
+    // Stores a reopen or close() took out of service: an append() may still hold their
+    // pointer, so they live (closed) as long as this wrapper. One per reopen.
+    std::vector<std::shared_ptr<stream_store>> retired_;
     bool closed_ = false;
     bool stop_ = false;
     std::condition_variable cv_;

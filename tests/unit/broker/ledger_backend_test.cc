@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "support/wire_client.h"
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -142,6 +143,75 @@ TEST_F(LedgerBrokerTest, ReceiptsConsumeAckAndRestart) {
     }
     EXPECT_EQ(got, (std::vector<std::uint64_t>{5, 6, 8, 9}));
     EXPECT_FALSE(c->expect(command_type::message, 200ms));
+}
+
+// Receipts over the real store: its committer completes a whole group in one wake_batch scope,
+// where each producer's run of finished appends is staged and handed over at once
+// (connection.h, done_staging), and the completions move by copying their bytes
+// (base/completion.h). Two connections with two producers each (two on one topic, one on each
+// of two more), SENDs interleaved so that one group holds runs of all four: every producer gets
+// every receipt, once, in its SEND order, and each topic's entry ids are 0, 1, 2, ... across
+// its producers.
+TEST_F(LedgerBrokerTest, ReceiptsOfInterleavedProducersAcrossConnectionsStayInOrder) {
+    const std::array<std::string, 3> topics{std::string(topic),
+                                            "persistent://public/default/durable-b",
+                                            "persistent://public/default/durable-c"};
+    struct prod {
+        std::size_t conn;
+        std::uint64_t id;
+        std::size_t topic;
+    };
+    const std::array<prod, 4> prods{prod{0, 0, 0}, prod{0, 1, 1}, prod{1, 0, 0}, prod{1, 1, 2}};
+    std::array<std::unique_ptr<wire_client>, 2> conns{client(), client()};
+    std::uint64_t req = 1;
+    for (const auto& p : prods) {
+        proto::producer_args a;
+        a.topic = topics[p.topic];
+        a.producer_id = p.id;
+        a.request_id = req++;
+        auto& c = *conns[p.conn];
+        c.send([&](proto::frame_buffer& b) { return c.writer().producer(b, a).has_value(); });
+        ASSERT_TRUE(c.expect(command_type::producer_success));
+    }
+    constexpr std::uint64_t n = 1500;
+    // Sent in rounds of 100 per producer (and read back in between), so the store's groups
+    // hold runs of several producers without the sockets' buffers filling up.
+    std::array<std::uint64_t, 4> next{};
+    std::array<std::set<std::uint64_t>, 3> entries;
+    for (std::uint64_t base = 0; base < n; base += 100) {
+        for (std::uint64_t i = base; i < base + 100; ++i) {
+            for (std::size_t k = 0; k < prods.size(); ++k) {
+                const auto& p = prods[k];
+                ASSERT_TRUE(conns[p.conn]->send_message(
+                    p.id, 10'000 * k + i, std::string("m").append(std::to_string(i))));
+            }
+        }
+        for (std::size_t c = 0; c < conns.size(); ++c) {
+            for (int j = 0; j < 200; ++j) {  // 100 per producer of this connection
+                auto r = conns[c]->expect(command_type::send_receipt);
+                ASSERT_TRUE(r) << "connection " << c << " receipt " << j;
+                const auto& s = r->cmd.send_receipt();
+                ASSERT_LT(s.producer_id(), 2U);
+                const std::size_t k = c * 2 + s.producer_id();
+                EXPECT_EQ(s.sequence_id(), 10'000 * k + next[k]) << "producer " << k;
+                ++next[k];
+                EXPECT_TRUE(entries[prods[k].topic].insert(s.message_id().entryid()).second)
+                    << "entry id twice on topic " << prods[k].topic;
+            }
+        }
+    }
+    for (std::size_t k = 0; k < prods.size(); ++k) {
+        EXPECT_EQ(next[k], n) << "producer " << k;
+    }
+    EXPECT_EQ(entries[0].size(), 2 * n);
+    EXPECT_EQ(*entries[0].rbegin(), 2 * n - 1);
+    EXPECT_EQ(entries[1].size(), n);
+    EXPECT_EQ(*entries[1].rbegin(), n - 1);
+    EXPECT_EQ(entries[2].size(), n);
+    EXPECT_EQ(*entries[2].rbegin(), n - 1);
+    for (auto& c : conns) {
+        EXPECT_FALSE(c->expect(command_type::send_receipt, 50ms));  // nothing twice
+    }
 }
 
 // Redelivery counts come from the cursor: a nack counts, the count rides the next ack's CAS

@@ -114,5 +114,29 @@ TEST(PerfHistogram, MergeAndResetMatchRecordingDirectly) {
     EXPECT_EQ(a.max(), 7U);
 }
 
+TEST(PerfHistogram, MeanIsExactPastTwoToThe64) {
+    // The sum is kept in two 64-bit words: values whose sum overflows one word still average
+    // exactly, recorded directly and through merge().
+    histogram a;
+    histogram b;
+    histogram both;
+    const std::uint64_t big = (std::uint64_t{1} << 63) + 6;
+    for (int i = 0; i < 5; ++i) {
+        a.record(big);
+        both.record(big);
+        b.record(big + 2);
+        both.record(big + 2);
+    }
+    EXPECT_EQ(a.mean(), static_cast<double>(big));
+    a.merge(b);
+    EXPECT_EQ(a.count(), 10U);
+    EXPECT_EQ(a.mean(), static_cast<double>(big + 1));
+    EXPECT_EQ(a.mean(), both.mean());
+    a.reset();
+    a.record(3);
+    a.record(4);
+    EXPECT_EQ(a.mean(), 3.5);
+}
+
 }  // namespace
 }  // namespace nereus::app::perf

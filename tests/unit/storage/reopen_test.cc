@@ -18,6 +18,7 @@
 #include "support/payloads.h"
 #include "support/store_helpers.h"
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 namespace nereus::storage {
@@ -183,6 +184,76 @@ TEST(ReopeningStore, ReopensItselfAfterAFailedSyncAndKeepsOffsetsDense) {
     ASSERT_NE(again, nullptr);
     EXPECT_EQ(read_all(*again, stream_id(1)).size(), n) << "lost after the reopen";
     expect_confirmed_prefix_plus_intact(*again, n, 0);
+}
+
+// append() reads the serving store without the lock (reopening_store.h): appends racing the
+// failure and the reopen each complete exactly once, either confirmed or refused with an I/O
+// error or store_failed (never `closed`, never lost); afterwards the stream is dense, and each
+// confirmed append's offset holds its payload.
+TEST(ReopeningStore, AppendsRacingAReopenCompleteOnceAndConfirmOnlyWhatIsThere) {
+    auto fs = std::make_shared<fault_file_system>();
+    reopen_options ro;
+    ro.check_interval = 1ms;
+    auto opened = reopening_store::open(fs, "/db", {}, ro);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto s = std::move(*opened);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    struct outcome {
+        std::mutex mu;
+        std::vector<std::pair<int, result<offset>>> got;
+    } out;
+    pending_counter pending;
+    constexpr int kAppends = 3000;
+    pending.add(kAppends);
+    std::thread appender([&] {
+        for (int i = 0; i < kAppends; ++i) {
+            const auto p = payload(1, static_cast<std::uint64_t>(i), kSize);
+            s->append(stream_id(1), p, [&out, &pending, i](result<offset> r) {
+                {
+                    const std::lock_guard l(out.mu);
+                    out.got.emplace_back(i, r);
+                }
+                pending.done();
+            });
+            if (i % 100 == 99) {
+                std::this_thread::sleep_for(1ms);  // a few groups, some confirmed
+            }
+            if (i % 1000 == 500) {
+                fs->fail_syncs(".journal", 1);  // a failure, then a reopen, mid-stream
+            }
+        }
+    });
+    appender.join();
+    pending.wait();
+    const auto until = std::chrono::steady_clock::now() + 20s;
+    while (s->failed() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(2ms);
+    }
+    ASSERT_FALSE(s->failed());
+    EXPECT_GE(s->reopens(), 1U);
+    ASSERT_EQ(out.got.size(), static_cast<std::size_t>(kAppends));
+    std::vector<int> seen(kAppends, 0);
+    std::vector<std::pair<offset, int>> confirmed;
+    for (const auto& [i, r] : out.got) {
+        ++seen[static_cast<std::size_t>(i)];
+        if (r) {
+            confirmed.emplace_back(*r, i);
+        } else {
+            EXPECT_TRUE(r.error() == errc::store_failed || r.error() == std::errc::io_error)
+                << "append " << i << ": " << r.error().message();
+        }
+    }
+    for (int i = 0; i < kAppends; ++i) {
+        EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "append " << i;
+    }
+    ASSERT_FALSE(confirmed.empty());
+    auto all = read_all(*s, stream_id(1));
+    for (const auto& [at, i] : confirmed) {
+        ASSERT_LT(at.value(), all.size()) << "confirmed append " << i << " is missing";
+        EXPECT_EQ(all[at.value()], payload(1, static_cast<std::uint64_t>(i), kSize))
+            << "offset " << at.value();
+    }
+    ASSERT_TRUE(s->close());
 }
 
 // While the fault persists the reopen fails (the store stays failed, every call refused with

@@ -198,22 +198,71 @@ bool connection::handle_send(const proto::frame_view& f) {
         queue_append_done(p, serial, std::move(r));
     };
     static_assert(broker::append_done::fits_inline<decltype(finish)>);  // no allocation per SEND
-    p->t->append(f.headers_and_payload, info, std::move(finish));
+    // A shared_ptr and an integer: relocatable by copying its bytes (base/completion.h), so
+    // the layers below move the whole chain without an indirect call per layer.
+    p->t->append(f.headers_and_payload, info,
+                 broker::append_done(relocatable_if{true}, std::move(finish)));
     return true;
 }
 
 void connection::queue_append_done(const std::shared_ptr<producer_state>& p,
                                    std::uint64_t serial,
                                    result<position> r) {
+    if (wake_batch::active()) {
+        // In the storage committer's group: staged on this thread, handed over once per run of
+        // one producer's appends (at the scope's end, or when another producer's run starts).
+        auto& s = staged_done();
+        if (s.p != p) {
+            if (s.p) {
+                flush_staged_done(nullptr);
+            }
+            s.p = p;  // one reference count per run, not per append
+            // Registered before the topic's notify (registered after `done` returns), so at the
+            // scope's end the receipts' drain is posted first, as before.
+            (void)wake_batch::defer(std::shared_ptr<void>(), &flush_staged_done);
+        }
+        s.items.push_back({serial, std::move(r)});
+        return;
+    }
+    thread_local std::vector<append_done> one;
+    one.push_back({serial, std::move(r)});
+    hand_over_done(p, one);
+}
+
+connection::done_staging& connection::staged_done() {
+    thread_local done_staging s;
+    return s;
+}
+
+void connection::flush_staged_done(void* /*unused*/) {
+    auto& s = staged_done();
+    if (!s.p) {
+        return;  // already handed over (another producer's run followed)
+    }
+    const auto p = std::move(s.p);
+    s.p.reset();
+    hand_over_done(p, s.items);
+}
+
+void connection::hand_over_done(const std::shared_ptr<producer_state>& p,
+                                std::vector<append_done>& items) {
     bool post = false;
     {
         const std::lock_guard lock(p->done_mu);
-        p->done_queue.push_back({serial, std::move(r)});
+        if (p->done_queue.empty()) {
+            p->done_queue.swap(items);  // O(1); the capacities rotate, none is freed
+        } else {
+            for (auto& d : items) {
+                p->done_queue.push_back(std::move(d));
+            }
+        }
         post = !std::exchange(p->done_posted, true);
     }
+    items.clear();
     if (post) {
         // In the storage committer's group (base/wake_batch.h): one post per group, after its
-        // last completion, instead of one each time the strand has drained the queue.
+        // last completion, instead of one each time the strand has drained the queue. From
+        // flush_staged_done at the scope's end, there is no scope left: posted now.
         auto wake = [](void* ps) {
             post_drain(*static_cast<producer_state*>(ps));
         };
