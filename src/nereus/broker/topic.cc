@@ -156,14 +156,8 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
                        entry.size(), UINT32_MAX))](result<position> r) mutable {
         std::shared_ptr<topic> notify;
         if (r.has_value()) {
-            if (wake_batch::active()) {
-                // In the storage committer's group: the counts of a run of this topic's appends
-                // are added once at the run's end (see stage_counts), not two atomic adds each.
-                stage_counts(*self, batch, size);
-            } else {
-                self->msg_in_ += batch;
-                self->bytes_in_ += size;
-            }
+            self->msg_in_ += batch;
+            self->bytes_in_ += size;
             // Completions run on a storage thread: wake the dispatchers from an io
             // thread, once per burst. The flag is cleared before the subscriptions are
             // read, so an append completing after that posts a new wake-up. A load first
@@ -189,39 +183,6 @@ void topic::append(std::span<const std::byte> entry, const append_info& info, ap
     };
     static_assert(append_callback::fits_inline<decltype(finish)>);
     store_->append(entry, info, append_callback(relocatable_if{relocatable}, std::move(finish)));
-}
-
-topic::count_staging& topic::staged_counts() {
-    thread_local count_staging s;
-    return s;
-}
-
-void topic::stage_counts(topic& t, std::uint32_t messages, std::uint32_t bytes) {
-    auto& s = staged_counts();
-    if (s.t.get() != &t) {
-        if (s.t) {
-            flush_staged_counts(nullptr);
-        }
-        // One reference per run (the caller's reference to `t` may go with the run's last
-        // `done`); the flush is registered before that append's `done` registers its receipt
-        // wake-up, so the counts include every append whose receipt the scope's end posts.
-        s.t = t.shared_from_this();
-        (void)wake_batch::defer(std::shared_ptr<void>(), &flush_staged_counts);
-    }
-    s.messages += messages;
-    s.bytes += bytes;
-}
-
-void topic::flush_staged_counts(void* /*unused*/) {
-    auto& s = staged_counts();
-    if (!s.t) {
-        return;  // already added (another topic's run followed)
-    }
-    s.t->msg_in_ += s.messages;
-    s.t->bytes_in_ += s.bytes;
-    s.messages = 0;
-    s.bytes = 0;
-    s.t.reset();
 }
 
 void topic::post_notify() {

@@ -102,8 +102,7 @@ public:
 
     // Admin API / stats: producers attached, the subscriptions opened so far (durable ones not
     // yet subscribed to since the topic opened are only in the store), messages and bytes whose
-    // append was durable since the topic opened (a storage group's counts are added at the end
-    // of its completions, before their receipts are posted).
+    // append was durable since the topic opened.
     std::size_t producer_count();
     std::vector<std::shared_ptr<subscription>> open_subscriptions();
     std::uint64_t messages_in() const { return msg_in_.load(); }
@@ -133,17 +132,6 @@ private:
     };
     std::string generate_name();
     void post_notify();  // any thread: posts notify_subscriptions() to ex_
-    // Append counts staged on a storage thread inside a wake_batch scope (the committer's
-    // group): one run of one topic's successful appends, added to msg_in_ / bytes_in_ at the
-    // run's end (the scope's end, or when another topic's run starts). Thread-local.
-    struct count_staging {
-        std::shared_ptr<topic> t;  // null: nothing staged
-        std::uint64_t messages = 0;
-        std::uint64_t bytes = 0;
-    };
-    static count_staging& staged_counts();
-    static void stage_counts(topic& t, std::uint32_t messages, std::uint32_t bytes);
-    static void flush_staged_counts(void* unused);  // a wake_batch::defer function
     void notify_subscriptions();
     // Waits until no creation/deletion of `name` is in progress. Requires: lock holds mu_.
     void wait_not_busy(std::unique_lock<std::mutex>& lock, const std::string& name);
