@@ -24,18 +24,8 @@ namespace nereus::proto {
 namespace {
 
 using test::corrupt;
-
-std::vector<std::byte> to_bytes(const std::string& s) {
-    const auto* p = reinterpret_cast<const std::byte*>(s.data());
-    return {p, p + s.size()};
-}
-
-rc::Gen<std::uint64_t> gen_u64() {
-    return rc::gen::oneOf(
-        rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
-        rc::gen::element<std::uint64_t>(0, 127, 128, 16383, 16384, (std::uint64_t{1} << 63) - 1,
-                                        std::uint64_t{1} << 63, ~std::uint64_t{0}));
-}
+using test::gen_u64;
+using test::to_bytes;
 
 struct ack_case {
     pb::BaseCommand cmd;

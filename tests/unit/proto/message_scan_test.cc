@@ -25,18 +25,8 @@ namespace nereus::proto {
 namespace {
 
 using test::corrupt;
-
-std::vector<std::byte> to_bytes(const std::string& s) {
-    const auto* p = reinterpret_cast<const std::byte*>(s.data());
-    return {p, p + s.size()};
-}
-
-rc::Gen<std::uint64_t> gen_u64() {
-    return rc::gen::oneOf(
-        rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
-        rc::gen::element<std::uint64_t>(0, 127, 128, 16383, 16384, (std::uint64_t{1} << 63) - 1,
-                                        std::uint64_t{1} << 63, ~std::uint64_t{0}));
-}
+using test::gen_u64;
+using test::to_bytes;
 
 // ---- the command ----
 
@@ -214,6 +204,22 @@ RC_GTEST_PROP(MessageScan, CorruptMetadataNeverAcceptedWhereGenericRejects, ()) 
     }
 }
 
+// The stored entry (headers and payload) of a SEND of `md` and `payload` from a producer whose
+// peer version is `producer_version` (5: no checksum, 20: with one), as the broker keeps it.
+std::vector<std::byte> stored_entry(const pb::MessageMetadata& md,
+                                    const std::string& payload,
+                                    int producer_version) {
+    command_writer producer;
+    producer.set_peer_protocol_version(producer_version);
+    frame_buffer send;
+    RC_ASSERT(producer.send(send, {.producer_id = 1, .sequence_id = 2}, md, test::bytes_of(payload))
+                  .has_value());
+    frame_decoder d;
+    auto r = d.decode(send);
+    RC_ASSERT(r && r->complete);
+    return {r->frame.headers_and_payload.begin(), r->frame.headers_and_payload.end()};
+}
+
 // A whole MESSAGE frame as the broker writes it (command_writer::message over a stored entry),
 // for any ids, peer version (checksum kept, added or stripped) and ack set, intact, with one
 // byte flipped anywhere, or cut short.
@@ -221,17 +227,7 @@ RC_GTEST_PROP(MessageScan, FrameScanAgreesWithGenericDecoder, ()) {
     const auto mc = gen_metadata();
     const auto payload = *rc::gen::arbitrary<std::string>();
     const bool producer_crc = *rc::gen::arbitrary<bool>();
-    command_writer producer;
-    producer.set_peer_protocol_version(producer_crc ? 20 : 5);
-    frame_buffer send;
-    RC_ASSERT(
-        producer.send(send, {.producer_id = 1, .sequence_id = 2}, mc.md, test::bytes_of(payload))
-            .has_value());
-    frame_decoder d;
-    auto r = d.decode(send);
-    RC_ASSERT(r && r->complete);
-    const std::vector<std::byte> stored(r->frame.headers_and_payload.begin(),
-                                        r->frame.headers_and_payload.end());
+    const std::vector<std::byte> stored = stored_entry(mc.md, payload, producer_crc ? 20 : 5);
     command_writer w;
     const int version = *rc::gen::element(5, 10, 11, 20);
     w.set_peer_protocol_version(version);
@@ -258,6 +254,7 @@ RC_GTEST_PROP(MessageScan, FrameScanAgreesWithGenericDecoder, ()) {
         frame.resize(*rc::gen::inRange<std::size_t>(0, frame.size()));
     }
     const auto fast = scan_message_frame(frame, default_max_frame_size);
+    frame_decoder d;
     const auto slow = d.decode(frame);
     const bool broker_shape =
         damage > 1 && !with_ack_set && mc.common && consumer < (std::uint64_t{1} << 63) &&
@@ -472,17 +469,7 @@ RC_GTEST_PROP(MessageScan, CorruptConsumerMetadataNeverAcceptedWhereGenericRejec
 RC_GTEST_PROP(MessageScan, FastMessageDecodeAgreesWithGeneric, ()) {
     const auto mc = gen_consumer_metadata();
     const auto payload = *rc::gen::arbitrary<std::string>();
-    command_writer producer;
-    producer.set_peer_protocol_version(*rc::gen::element(5, 20));
-    frame_buffer send;
-    RC_ASSERT(
-        producer.send(send, {.producer_id = 1, .sequence_id = 2}, mc.md, test::bytes_of(payload))
-            .has_value());
-    frame_decoder d;
-    auto r = d.decode(send);
-    RC_ASSERT(r && r->complete);
-    const std::vector<std::byte> stored(r->frame.headers_and_payload.begin(),
-                                        r->frame.headers_and_payload.end());
+    const std::vector<std::byte> stored = stored_entry(mc.md, payload, *rc::gen::element(5, 20));
     command_writer w;
     const int version = *rc::gen::element(5, 11, 20);
     w.set_peer_protocol_version(version);

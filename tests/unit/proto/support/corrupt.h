@@ -1,14 +1,30 @@
 #pragma once
 
-// Test helper for the scanners' rapidcheck properties: one arbitrary corruption of a byte
-// string, drawn inside a property (uses rapidcheck's generators).
+// Test helpers for the scanners' rapidcheck properties: one arbitrary corruption of a byte
+// string, drawn inside a property (uses rapidcheck's generators), the varint values they draw,
+// and a string's bytes.
 
 #include <cstddef>
 #include <cstdint>
 #include <rapidcheck.h>
+#include <string>
 #include <vector>
 
 namespace nereus::proto::test {
+
+inline std::vector<std::byte> to_bytes(const std::string& s) {
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    return {p, p + s.size()};
+}
+
+// Values that exercise every varint length, including the 10-byte ones the scanners leave to
+// protobuf.
+inline rc::Gen<std::uint64_t> gen_u64() {
+    return rc::gen::oneOf(
+        rc::gen::arbitrary<std::uint64_t>(), rc::gen::inRange<std::uint64_t>(0, 300),
+        rc::gen::element<std::uint64_t>(0, 127, 128, 16383, 16384, (std::uint64_t{1} << 63) - 1,
+                                        std::uint64_t{1} << 63, ~std::uint64_t{0}));
+}
 
 // Any of: flip one byte, truncate, insert a random byte, append random bytes.
 inline std::vector<std::byte> corrupt(std::vector<std::byte> b) {
