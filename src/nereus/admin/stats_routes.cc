@@ -302,6 +302,36 @@ std::string metrics_text(admin_context& ctx) {
            sub_consumers);
     family("pulsar_subscription_out_messages_total", "counter",
            "Messages dispatched on the subscription.", sub_out);
+    // The stream log's own counters (Nereus-only; summed over the broker's logs).
+    if (const auto log = ctx.backend.log_stats()) {
+        const auto cl = fmt::format("{{cluster=\"{}\"}} ", ctx.cluster);
+        auto counter = [&](std::string_view name, std::string_view help, std::uint64_t v) {
+            family(name, "counter", help, fmt::format("{}{}{}\n", name, cl, v));
+        };
+        counter("nereus_log_syncs_total", "Journal blocks written, one fdatasync each.",
+                log->commits);
+        counter("nereus_log_appends_total", "Entries made durable by the journal.", log->appends);
+        counter("nereus_log_journal_bytes_total", "Bytes written to the journal.",
+                log->journal_bytes);
+        counter("nereus_log_leader_commits_total",
+                "Journal blocks written by an appending thread (leader commits).",
+                log->leader_commits);
+        counter("nereus_log_checkpoints_total", "Checkpoints completed.", log->checkpoints);
+        counter("nereus_log_segment_rolls_total", "Segment files rolled.", log->segment_rolls);
+        counter("nereus_log_journal_rolls_total", "Journal files rolled.", log->journal_rolls);
+        counter("nereus_log_prepared_journals_total",
+                "Journal files that started as a prepared (zero-filled) spare.",
+                log->prepared_journals);
+        counter("nereus_log_partial_spares_total",
+                "Prepared journal files switched to while still being filled.",
+                log->partial_spares);
+        counter("nereus_log_fill_stops_total",
+                "Fills of an active journal file stopped short (the writer caught up).",
+                log->fill_stops);
+        counter("nereus_log_spares_skipped_total",
+                "Journal files written with no spare prepared (fast writes).",
+                log->spares_skipped);
+    }
     return out;
 }
 

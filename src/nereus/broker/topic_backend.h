@@ -24,6 +24,7 @@
 
 #include "nereus/base/completion.h"
 #include "nereus/base/result.h"
+#include "nereus/storage/stream_store.h"
 
 #include <compare>
 #include <cstddef>
@@ -299,6 +300,12 @@ struct topic_owner {
 class topic_backend {
 public:
     virtual ~topic_backend() = default;
+
+    // The stream log's counters (journal syncs, appends, checkpoints, rolls, spares), summed
+    // over this backend's logs: the embedded one, or with shared metadata the open topics' own
+    // logs. nullopt: a backend without a stream log (the in-memory one). A snapshot for
+    // /metrics: monotonic per log, but not atomic across fields or logs.
+    virtual std::optional<storage::store_stats> log_stats() const { return std::nullopt; }
 
     // ---- ownership (shared metadata store; defaults: this process owns every topic) ----
     // Where LOOKUP sends a client for `name`. Reads the topic's ownership node; never claims.

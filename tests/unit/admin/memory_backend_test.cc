@@ -15,6 +15,15 @@ protected:
     void SetUp() override { start(/*ledger=*/false); }
 };
 
+// The in-memory backend has no stream log: /metrics has no nereus_log_* series.
+TEST_F(MemoryAdminTest, MetricsHaveNoStreamLogSeries) {
+    auto r = http_->get("/metrics");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200U);
+    EXPECT_NE(r->body.find("pulsar_topics_count"), std::string::npos);
+    EXPECT_EQ(r->body.find("nereus_log_"), std::string::npos) << r->body;
+}
+
 TEST_F(MemoryAdminTest, PartitionedTopicsTenantsAndDelete) {
     const std::string ns = "/admin/v2/persistent/public/default";
     ASSERT_EQ(status("PUT", ns + "/m/partitions", "2"), 204U);

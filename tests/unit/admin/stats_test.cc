@@ -93,6 +93,49 @@ TEST_F(AdminTest, MetricsInPrometheusText) {
     EXPECT_NE(m.find("# TYPE pulsar_in_messages_total counter"), std::string::npos);
 }
 
+namespace {
+// The value of an unlabelled-but-cluster series in Prometheus text; -1 when absent.
+long long metric(const std::string& text, const std::string& name) {
+    const auto key = name + "{cluster=\"standalone\"} ";
+    const auto at = text.find("\n" + key);
+    if (at == std::string::npos) {
+        return -1;
+    }
+    return std::stoll(text.substr(at + 1 + key.size()));
+}
+}  // namespace
+
+// The stream log's counters: every durable entry is one append, and at least one sync.
+TEST_F(AdminTest, MetricsCarryTheStreamLogCounters) {
+    auto before = http_->get("/metrics");
+    ASSERT_TRUE(before);
+    const auto appends0 = metric(before->body, "nereus_log_appends_total");
+    const auto syncs0 = metric(before->body, "nereus_log_syncs_total");
+    const auto bytes0 = metric(before->body, "nereus_log_journal_bytes_total");
+    ASSERT_GE(appends0, 0) << before->body;
+    ASSERT_GE(syncs0, 0);
+    auto p = wire();
+    ASSERT_TRUE(create_producer(*p, topic, 0));
+    ASSERT_EQ(produce(*p, 0, 5), 5);  // each receipt waited for: five durable entries
+    auto r = http_->get("/metrics");
+    ASSERT_TRUE(r);
+    const auto& m = r->body;
+    // The topic's creation may append too (none today), so at least, not exactly.
+    EXPECT_GE(metric(m, "nereus_log_appends_total") - appends0, 5) << m;
+    EXPECT_GE(metric(m, "nereus_log_syncs_total") - syncs0, 1) << m;
+    EXPECT_LE(metric(m, "nereus_log_syncs_total") - syncs0,
+              metric(m, "nereus_log_appends_total") - appends0);
+    EXPECT_GT(metric(m, "nereus_log_journal_bytes_total"), bytes0);
+    for (const char* name : {"nereus_log_checkpoints_total", "nereus_log_journal_rolls_total",
+                             "nereus_log_partial_spares_total", "nereus_log_fill_stops_total",
+                             "nereus_log_leader_commits_total", "nereus_log_segment_rolls_total",
+                             "nereus_log_prepared_journals_total",
+                             "nereus_log_spares_skipped_total"}) {
+        EXPECT_GE(metric(m, name), 0) << name;
+    }
+    EXPECT_NE(m.find("# TYPE nereus_log_syncs_total counter"), std::string::npos);
+}
+
 // Rates come from the last two samples of the counters (Pulsar's statsUpdateFrequencyInSecs).
 TEST_F(AdminTest, RatesAreCounterGrowthBetweenTheLastTwoSamples) {
     auto p = wire();
