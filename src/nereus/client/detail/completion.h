@@ -24,6 +24,7 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/system_executor.hpp>
+#include <optional>
 #include <utility>
 
 namespace nereus::client::detail {
@@ -43,6 +44,23 @@ public:
         }
     }
 
+    completion(const completion&) = delete;
+    completion& operator=(const completion&) = delete;
+    completion(completion&&) noexcept = default;
+    // Not defaulted: Boost 1.81's any_completion_handler move assignment constructs from its
+    // argument as an lvalue, which its converting constructor wraps - in itself, endlessly
+    // (a stack overflow: producer::flush's waiter assignment hit it). Move-construct and swap.
+    completion& operator=(completion&& o) noexcept {
+        if (this != &o) {
+            handler<T> h(std::move(o.h_));
+            h_.swap(h);
+            ex_ = std::move(o.ex_);
+            work_ = std::move(o.work_);
+        }
+        return *this;
+    }
+    ~completion() = default;
+
     explicit operator bool() const noexcept { return static_cast<bool>(h_); }
 
     // Posts the handler with `r` to the client's strand, from where Asio dispatches it to the
@@ -51,7 +69,7 @@ public:
         if (!h_) {
             return;
         }
-        asio::post(ex_, asio::append(std::move(h_), std::move(r)));
+        asio::post(*ex_, asio::append(std::move(h_), std::move(r)));
         work_ = {};
     }
 
@@ -73,7 +91,9 @@ public:
 
 private:
     handler<T> h_;
-    strand_type ex_;
+    // optional: a default-constructed strand would create a strand implementation on a null
+    // executor (an empty completion has no strand, and never posts).
+    std::optional<strand_type> ex_;
     asio::any_completion_executor work_;
 };
 
