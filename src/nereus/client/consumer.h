@@ -22,6 +22,9 @@
 //                               load the groups grow with the ack latency. Each completion
 //                               still fires on the answer to the ACK that carried its id.
 //                               close(), seek() and unsubscribe() send waiting acks first.
+//                               From any thread, acks join the consumer's inbox in call order
+//                               (one strand post per burst); a call made after acknowledge()
+//                               returned runs after that ack was handed over.
 //   acknowledge_cumulative(id)  *confirmed*, likewise; Exclusive/Failover only.
 //   negative_acknowledge(id)    *applied*: the message is redelivered after
 //                               nack_redelivery_delay (REDELIVER_UNACKNOWLEDGED has no answer).

@@ -242,9 +242,12 @@ void consumer::initiate_ack(const std::shared_ptr<consumer_impl>& impl,
                             message_id id,
                             bool cumulative,
                             detail::handler<void> h) {
-    on_strand<void>(impl, std::move(h), [id, cumulative](consumer_impl& c, completion<void> done) {
-        c.ack(id, cumulative, std::move(done));
-    });
+    if (!impl) {
+        std::move(h)(error(errc::closed));  // an empty handle: nothing to run it on
+        return;
+    }
+    // Not on_strand: acks go through the consumer's inbox, one post per burst (enqueue_ack).
+    impl->enqueue_ack(id, cumulative, completion<void>(std::move(h), impl->client()->strand()));
 }
 
 void consumer::negative_acknowledge(const message_id& id) const {

@@ -9,8 +9,15 @@
 #include "nereus/broker/topic.h"
 
 #include "client_fixture.h"
+#include <array>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <functional>
 #include <set>
+#include <thread>
 
 namespace nereus::client::test {
 namespace {
@@ -92,6 +99,41 @@ protected:
         }
         return out;
     }
+
+    // Receives `n` messages (each waited for) and returns their ids in order.
+    std::vector<message_id> receive_ids(consumer& c, int n) {
+        std::vector<message_id> ids;
+        for (int i = 0; i < n; ++i) {
+            auto m = receive(c);
+            EXPECT_TRUE(m);
+            if (!m) {
+                break;
+            }
+            ids.push_back(m->id());
+        }
+        return ids;
+    }
+
+    // Per-ack completion counts, shared with the callbacks (which may outlive a failed test's
+    // frame until the fixture closes the client).
+    template <std::size_t N>
+    struct fired_counts {
+        std::array<std::atomic<int>, N> fired{};
+        std::atomic<int> ok{0};
+        std::atomic<int> total{0};
+        std::promise<void> all;
+        auto callback(std::shared_ptr<fired_counts> self, std::size_t i) {
+            return [self = std::move(self), i](result<void> r) {
+                self->fired[i].fetch_add(1);
+                if (r) {
+                    self->ok.fetch_add(1);
+                }
+                if (self->total.fetch_add(1) + 1 == static_cast<int>(N)) {
+                    self->all.set_value();
+                }
+            };
+        }
+    };
 
     void produce(const std::string& topic, int n) {
         auto p = make_producer(prod(topic));
@@ -276,6 +318,146 @@ TEST_F(AckGroupingTest, NoAckReportedOkIsLostAcrossABrokerRestart) {
         const auto t = std::to_string(i);
         EXPECT_TRUE(ok.count(t) + failed.count(t) + back.count(t) > 0)
             << "message " << t << " was lost";
+    }
+}
+
+// acknowledge() hands acks to the strand through the consumer's inbox (one post per burst).
+// Four plain threads ack 100 messages each at once: every completion fires exactly once (counted
+// per ack; the client's close() joins its threads, so nothing can fire after the count is
+// read), every ack is confirmed, the inbox still groups (fewer ACK commands than acks is not
+// promised under this race, at most one per ack is), and nothing comes back.
+TEST_F(AckGroupingTest, AcksFromManyThreadsCompleteExactlyOnce) {
+    constexpr int threads = 4;
+    constexpr int per_thread = 100;
+    constexpr int n = threads * per_thread;
+    produce("inbox-threads", n);
+    auto o = sub("inbox-threads", "s");
+    o.receiver_queue_size = 1000;
+    auto c = make_consumer(o);
+    const auto ids = receive_ids(c, n);
+    ASSERT_EQ(ids.size(), static_cast<std::size_t>(n));
+    auto st = std::make_shared<fired_counts<n>>();
+    auto all = st->all.get_future();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+        ts.emplace_back([&, t] {
+            for (int i = t; i < n; i += threads) {  // interleaved across the threads
+                const auto k = static_cast<std::size_t>(i);
+                c.acknowledge(ids[k], st->callback(st, k));
+            }
+        });
+    }
+    for (auto& t : ts) {
+        t.join();
+    }
+    ASSERT_EQ(all.wait_for(20s), std::future_status::ready);
+    EXPECT_EQ(st->ok.load(), n);
+    EXPECT_LE(ack_requests("inbox-threads", "s"), static_cast<std::uint64_t>(n));
+    ASSERT_TRUE(wait(c.close(asio::use_future)));
+    auto again = make_consumer(o);
+    EXPECT_TRUE(nothing_within(again, 300ms));
+    cli().close();  // joins the client's threads: no completion can fire after this
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(st->fired[static_cast<std::size_t>(i)].load(), 1) << "ack " << i;
+    }
+}
+
+// From a plain thread (not the strand), acks followed at once by close(): close() runs after
+// the drain that carries them, so each ack is sent and confirmed (none fails with
+// errc::closed), in 3 rounds, and nothing comes back.
+TEST_F(AckGroupingTest, CloseFromAPlainThreadRunsAfterTheAcksIssuedBeforeIt) {
+    for (int round = 0; round < 3; ++round) {
+        const std::string topic = "inbox-close-" + std::to_string(round);
+        produce(topic, 100);
+        auto o = sub(topic, "s");
+        auto c = make_consumer(o);
+        const auto ids = receive_ids(c, 100);
+        ASSERT_EQ(ids.size(), 100U);
+        std::vector<std::future<result<void>>> acks;
+        for (const auto& id : ids) {
+            acks.push_back(c.acknowledge(id, asio::use_future));
+        }
+        auto closed = c.close(asio::use_future);
+        for (auto& f : acks) {
+            auto r = wait(std::move(f));
+            EXPECT_TRUE(r) << "round " << round << ": " << r.error().message();
+        }
+        ASSERT_TRUE(wait(std::move(closed)));
+        auto again = make_consumer(o);
+        EXPECT_TRUE(nothing_within(again, 300ms)) << "round " << round;
+    }
+}
+
+// A coroutine on the application's own io_context (no work guard of its own) receives and acks
+// with use_awaitable: each completion resumes it on its own executor, and that context's run()
+// returns only once the coroutine finished (the client tracks work on a foreign executor while
+// the operation is pending; were it not tracked, run() would return with the coroutine
+// suspended and `finished` false).
+TEST_F(AckGroupingTest, AwaitedAcksResumeOnTheCoroutinesOwnContext) {
+    constexpr int n = 50;
+    produce("inbox-coro", n);
+    auto c = make_consumer(sub("inbox-coro", "s"));
+    asio::io_context app;
+    std::atomic<int> acked{0};
+    std::atomic<int> foreign{0};
+    std::atomic<bool> finished{false};
+    asio::co_spawn(
+        app,
+        [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < n; ++i) {
+                auto m = co_await c.receive(asio::use_awaitable);
+                if (!app.get_executor().running_in_this_thread()) {
+                    foreign.fetch_add(1);
+                }
+                if (!m) {
+                    co_return;
+                }
+                auto r = co_await c.acknowledge(m->id(), asio::use_awaitable);
+                if (!app.get_executor().running_in_this_thread()) {
+                    foreign.fetch_add(1);
+                }
+                if (r) {
+                    acked.fetch_add(1);
+                }
+            }
+            finished = true;
+        },
+        asio::detached);
+    auto runner = std::async(std::launch::async, [&] { app.run(); });
+    ASSERT_EQ(runner.wait_for(20s), std::future_status::ready);
+    EXPECT_TRUE(finished.load());
+    EXPECT_EQ(acked.load(), n);
+    EXPECT_EQ(foreign.load(), 0);
+}
+
+// Acks issued while the broker is down each complete exactly once, with an error (never ok),
+// and every message comes back once the broker is up again.
+TEST_F(AckGroupingTest, AcksWhileDisconnectedFailExactlyOnceEach) {
+    constexpr int n = 60;
+    produce("inbox-down", n);
+    auto o = sub("inbox-down", "s");
+    auto c = make_consumer(o);
+    const auto ids = receive_ids(c, n);
+    ASSERT_EQ(ids.size(), static_cast<std::size_t>(n));
+    stop_broker();
+    auto st = std::make_shared<fired_counts<n>>();
+    auto all = st->all.get_future();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        c.acknowledge(ids[i], st->callback(st, i));
+    }
+    ASSERT_EQ(all.wait_for(20s), std::future_status::ready);
+    EXPECT_EQ(st->ok.load(), 0);
+    restart_broker();
+    std::set<std::string> back;
+    for (int i = 0; i < n; ++i) {
+        auto m = receive(c);
+        ASSERT_TRUE(m);
+        back.insert(std::string(m->payload_text()));
+    }
+    EXPECT_EQ(back.size(), static_cast<std::size_t>(n));
+    cli().close();  // joins the client's threads: no completion can fire after this
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(st->fired[static_cast<std::size_t>(i)].load(), 1) << "ack " << i;
     }
 }
 

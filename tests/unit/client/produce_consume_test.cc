@@ -86,6 +86,27 @@ TEST_F(ClientTest, BatchingPacksMessagesIntoOneEntryByCountAndDelay) {
     }
 }
 
+// flush() sends the open batch at once (its delay is far longer than the test's bounded wait)
+// and completes after every message sent before it was receipted, all 3 in one entry.
+TEST_F(ClientTest, FlushSendsTheOpenBatchAndCompletesAfterItsReceipts) {
+    auto po = prod("flush", true);
+    po.batch_max_messages = 100;
+    po.batch_max_delay = std::chrono::milliseconds(60'000);
+    auto p = make_producer(po);
+    std::vector<std::future<result<message_id>>> fs;
+    for (int i = 0; i < 3; ++i) {
+        fs.push_back(p.send(outgoing_message::text(std::to_string(i)), asio::use_future));
+    }
+    auto flushed = wait(p.flush(asio::use_future));
+    ASSERT_TRUE(flushed) << flushed.error().message();
+    for (auto& f : fs) {
+        ASSERT_EQ(f.wait_for(0s), std::future_status::ready);  // receipted before the flush
+        auto id = f.get();
+        ASSERT_TRUE(id) << id.error().message();
+        EXPECT_EQ(id->batch_size, 3);
+    }
+}
+
 TEST_F(ClientTest, EveryCompressionCodecRoundTrips) {
     auto c = make_consumer(sub("codecs", "s"));
     const std::string big(20'000, 'z');

@@ -43,7 +43,6 @@ class BaseCommand;
 
 namespace nereus::client::detail {
 
-using strand_type = asio::strand<asio::any_io_executor>;
 using steady = std::chrono::steady_clock;
 using command_ptr = std::shared_ptr<const proto::pb::BaseCommand>;
 

@@ -14,9 +14,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
 #include <random>
+#include <utility>
 
 namespace nereus::client::detail {
 
@@ -667,7 +669,7 @@ void consumer_impl::deliver(message m) {
         const auto t = m.data()->topic_index;
         topics_[t]->last_dequeued = m.id();
         consumed(t, 1);
-        r(std::move(m));
+        r.dispatch(std::move(m));  // from the connection's read loop
         return;
     }
     queue_.push_back(std::move(m));
@@ -699,7 +701,7 @@ void consumer_impl::receive(completion<message> done) {
         const auto t = m.data()->topic_index;
         topics_[t]->last_dequeued = m.id();
         consumed(t, 1);
-        done(std::move(m));
+        done.dispatch(std::move(m));  // posted here by receive(): not the caller's frame
         return;
     }
     receivers_.push_back(std::move(done));
@@ -829,6 +831,29 @@ void consumer_impl::ack(const message_id& id, bool cumulative, completion<void> 
     send_acks(*t, cumulative, std::span<const proto::message_id>(&pid, 1), std::move(waiters));
 }
 
+void consumer_impl::enqueue_ack(const message_id& id, bool cumulative, completion<void> done) {
+    std::lock_guard lock(ack_mu_);
+    ack_inbox_.push_back(queued_ack{id, cumulative, std::move(done)});
+    if (!std::exchange(ack_drain_posted_, true)) {
+        asio::post(client_->strand(), [self = shared_from_this()] { self->drain_acks(); });
+    }
+}
+
+void consumer_impl::drain_acks() {
+    std::vector<queued_ack> batch;
+    {
+        std::lock_guard lock(ack_mu_);
+        ack_drain_posted_ = false;
+        batch.swap(ack_inbox_);
+        ack_inbox_.swap(ack_spare_);  // the inbox refills into the capacity drained last time
+    }
+    for (auto& a : batch) {
+        ack(a.id, a.cumulative, std::move(a.done));
+    }
+    batch.clear();
+    ack_spare_ = std::move(batch);
+}
+
 void consumer_impl::send_acks(std::uint32_t t,
                               bool cumulative,
                               std::span<const proto::message_id> ids,
@@ -860,7 +885,7 @@ void consumer_impl::send_acks(std::uint32_t t,
                     }
                 }
                 for (auto& w : waiters) {
-                    w(outcome);
+                    w.dispatch(outcome);  // the ACK_RESPONSE: not an initiator's frame
                 }
             }),
             client_->strand()));

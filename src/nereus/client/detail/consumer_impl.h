@@ -48,6 +48,11 @@ public:
 
     void receive(completion<message> done);
     void ack(const message_id& id, bool cumulative, completion<void> done);
+    // acknowledge() from any thread (thread-safe): the ack joins an inbox in call order, and
+    // only the first ack into an empty inbox posts a drain to the strand, so a burst of acks
+    // costs one post. The post is made under the inbox's lock: an operation the same thread
+    // starts afterwards (close, seek, nack, ...) is posted behind the drain that carries it.
+    void enqueue_ack(const message_id& id, bool cumulative, completion<void> done);
     void nack(const message_id& id);
     void redeliver_unacknowledged();
     // REDELIVER_UNACKNOWLEDGED of `id`'s entry now, confirmed by a GET_LAST_MESSAGE_ID answer.
@@ -118,6 +123,8 @@ private:
                    std::span<const proto::message_id> ids,
                    std::vector<completion<void>> waiters);
     void flush_acks(std::uint32_t t);
+    // The strand's side of enqueue_ack: ack() for every ack in the inbox, in order.
+    void drain_acks();
     void fail_waiting_acks(std::uint32_t t, std::error_code ec);
     void drop_topic_state(std::uint32_t t);
     void fail_receivers(std::error_code ec);
@@ -141,6 +148,17 @@ private:
     std::shared_ptr<producer_impl> dlq_producer_;
     std::shared_ptr<producer_impl> retry_producer_;
     bool closed_ = false;
+    struct queued_ack {
+        message_id id;
+        bool cumulative = false;
+        completion<void> done;
+    };
+    // A mutex and a swapped vector rather than a lock-free list: one short critical section per
+    // ack, no node allocation, and the drained vector's capacity is reused.
+    std::mutex ack_mu_;
+    std::vector<queued_ack> ack_inbox_;  // guarded by ack_mu_
+    bool ack_drain_posted_ = false;      // guarded by ack_mu_
+    std::vector<queued_ack> ack_spare_;  // strand: the last drained inbox, kept for its capacity
     proto::batch_reader batch_;
     std::vector<std::byte> scratch_;
 };
