@@ -328,6 +328,10 @@ std::string metrics_text(admin_context& ctx) {
         counter("nereus_log_fill_stops_total",
                 "Fills of an active journal file stopped short (the writer caught up).",
                 log->fill_stops);
+        counter("nereus_log_partial_spares_passed_total",
+                "Rolls at a fast write rate that left a spare being filled and created an "
+                "empty file.",
+                log->partial_spares_passed);
         counter("nereus_log_spares_skipped_total",
                 "Journal files written with no spare prepared (fast writes).",
                 log->spares_skipped);

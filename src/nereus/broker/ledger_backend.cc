@@ -555,6 +555,7 @@ public:
             sum.leader_commits += st.leader_commits;
             sum.partial_spares += st.partial_spares;
             sum.fill_stops += st.fill_stops;
+            sum.partial_spares_passed += st.partial_spares_passed;
         };
         storage::store_stats sum;
         std::vector<std::shared_ptr<ledger_topic>> open;

@@ -236,11 +236,12 @@ std::optional<corruption_info> journaled_store::last_corruption() const {
 }
 
 store_stats journaled_store::stats() const {
-    return {
-        stat_commits_.load(),           stat_appends_.load(),        stat_journal_bytes_.load(),
-        stat_checkpoints_.load(),       stat_segment_rolls_.load(),  stat_journal_rolls_.load(),
-        stat_prepared_journals_.load(), stat_spares_skipped_.load(), stat_leader_commits_.load(),
-        stat_partial_spares_.load(),    stat_fill_stops_.load()};
+    return {stat_commits_.load(),           stat_appends_.load(),
+            stat_journal_bytes_.load(),     stat_checkpoints_.load(),
+            stat_segment_rolls_.load(),     stat_journal_rolls_.load(),
+            stat_prepared_journals_.load(), stat_spares_skipped_.load(),
+            stat_leader_commits_.load(),    stat_partial_spares_.load(),
+            stat_fill_stops_.load(),        stat_partial_spares_passed_.load()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -537,15 +538,19 @@ void journaled_store::commit_group(group& g) {
         fail_all(make_error_code(errc::store_failed));
         return;
     }
-    // Roll when full, or early when a spare is ready and the active file is not prepared (after
-    // an open without a spare, or a roll that found none): its commits extend the file.
-    if (journal_pos_ >= opts_.journal_max_bytes ||
-        (!journal_prepared_ && spare_ready_.load(std::memory_order_acquire))) {
-        if (journal_pos_ >= opts_.journal_max_bytes && opts_.prepare_journal_files &&
-            !spare_requested_) {
+    // Roll when full, or early when a spare is usable and the active file is not prepared (after
+    // an open without a spare, or a roll that found none): its commits extend the file. A spare
+    // still being filled is taken only by a writer that is not fast: a max-rate writer would
+    // catch up with the fill within a few commits and wait for its chunk in progress, then
+    // write the rest of the file unprepared anyway (doc/format/segment.md, "Prepared journal
+    // files" 2a). It rolls to an empty file instead and switches once the spare is complete.
+    const bool full = journal_pos_ >= opts_.journal_max_bytes;
+    if (full || (!journal_prepared_ && spare_ready_.load(std::memory_order_acquire) &&
+                 (spare_complete_.load(std::memory_order_acquire) || !writing_fast()))) {
+        if (full && opts_.prepare_journal_files && !spare_requested_) {
             stat_spares_skipped_.fetch_add(1, std::memory_order_relaxed);  // writes stayed fast
         }
-        if (auto r = roll_journal(); !r) {
+        if (auto r = roll_journal(!writing_fast()); !r) {
             fail_store(r.error());
             fail_all(r.error());
             return;
@@ -579,17 +584,19 @@ void journaled_store::commit_group(group& g) {
     // The next spare is prepared while this file fills: from half way, or, if this file is not
     // prepared, once it holds kPrepareAfterBytes (so a store that writes little — a test, an
     // idle per-topic store — never writes a spare); and only while the journal's recent write
-    // rate (over this file's last kRateCommits commits, so idle time before a burst does not
-    // count) is below prepare_max_bytes_per_s. A writer at max rate gains little from a
-    // prepared file and would share the disk with its zero-fill; when it slows down, the spare
-    // is asked for then.
-    const auto committed_at = sync_start + last_sync_;
-    auto& oldest = rate_ring_[commits_in_file_ % kRateCommits];  // kRateCommits commits ago
-    const bool rate_known = commits_in_file_ >= kRateCommits;
+    // rate (over its last kRateCommits commits, across files, so idle time before a burst
+    // counts only until the burst's 32nd commit) is below prepare_max_bytes_per_s. A writer at
+    // max rate gains little from a prepared file and would share the disk with its zero-fill;
+    // when it slows down, the spare is asked for then.
+    const auto committed_at =
+        opts_.rate_clock != nullptr ? opts_.rate_clock() : sync_start + last_sync_;
+    rate_bytes_ += block.size();
+    auto& oldest = rate_ring_[rate_commits_ % kRateCommits];  // kRateCommits commits ago
+    const bool rate_known = rate_commits_ >= kRateCommits;
     const double window_s = std::chrono::duration<double>(committed_at - oldest.at).count();
-    const double window_bytes = static_cast<double>(journal_pos_ - oldest.pos);
-    oldest = {committed_at, journal_pos_};
-    ++commits_in_file_;
+    const double window_bytes = static_cast<double>(rate_bytes_ - oldest.bytes);
+    oldest = {committed_at, rate_bytes_};
+    ++rate_commits_;
     if (opts_.prepare_journal_files && !spare_requested_ &&
         journal_pos_ >= std::min(journal_prepared_ ? UINT64_MAX : kPrepareAfterBytes,
                                  opts_.journal_max_bytes / 2) &&
@@ -671,8 +678,8 @@ result<void> journaled_store::write_direct(std::span<const std::byte> block) {
     return {};
 }
 
-result<void> journaled_store::roll_journal() {
-    NEREUS_TRY(open_journal_file(journal_file_seq_ + 1));
+result<void> journaled_store::roll_journal(bool take_partial) {
+    NEREUS_TRY(open_journal_file(journal_file_seq_ + 1, take_partial));
     stat_journal_rolls_.fetch_add(1, std::memory_order_relaxed);
     return {};
 }

@@ -18,10 +18,12 @@
 //     chunks paced to prepare_bytes_per_s, renamed into place, directory synced), so that a
 //     journal roll can switch to a file whose blocks are allocated and whose syncs never extend
 //     it. An unprepared active file switches to journal/spare.tmp as soon as its first chunk
-//     is synced; the preparer then fills it ahead of the committer (at most
-//     prepare_lead_bytes ahead), and never writes at or below the durable fill end the
-//     committer may write up to. The committer waits for it only when it must write past that
-//     end, or rolls, while a chunk is in progress (it stops the fill, and waits for that chunk).
+//     is synced, unless the journal is written fast (then a roll creates an empty file, and a
+//     spare's fill pauses until the writer is slow); the preparer then fills it ahead of the
+//     committer (at most prepare_lead_bytes ahead), and never writes at or below the durable fill
+//     end the committer may write up to. The committer waits for it only when it must write past
+//     that end, or rolls, while a chunk is in progress (it stops the fill, and waits for that
+//     chunk).
 //
 // Leader commit (store_options::leader_commits, off by default). The commit path (a group's journal
 // write, segment writes, completions, maybe_checkpoint) is run by whoever holds the commit token
@@ -166,7 +168,8 @@ private:
     void linger(std::unique_lock<std::mutex>& lock);
     void commit_group(group& g);
     void maybe_checkpoint(std::uint64_t requests);
-    result<void> roll_journal();
+    // Requires: committer-only. `take_partial`: see open_journal_file.
+    result<void> roll_journal(bool take_partial);
     // Writes `block` at journal_pos_ of a direct journal file (journal_direct_): the pages from
     // the one holding journal_pos_ to the block's end, in one aligned write, that page's
     // earlier bytes taken from direct_buf_ and the rest of the last page zero (as the prepared
@@ -207,9 +210,10 @@ private:
     void request_spare();
     // Recovery, before threads start: removes spare.tmp and a spare that does not fit.
     result<void> inspect_spare();
-    // Makes journal file `seq` the active one: the ready spare renamed into place, else a new
-    // empty file; then syncs journal/. Committer thread, or recovery.
-    result<void> open_journal_file(std::uint64_t seq);
+    // Makes journal file `seq` the active one: the ready spare renamed into place (or, with
+    // `take_partial`, a spare still being filled), else a new empty file; then syncs journal/.
+    // Committer thread, or recovery.
+    result<void> open_journal_file(std::uint64_t seq, bool take_partial);
     // Committer thread, before writing a block that ends at `end` into an active file that is
     // still being filled (fill_watch_): when the write's pages reach past the durable fill end,
     // or the writer is fast, stops the fill (waiting for a chunk in progress only when it must
@@ -217,8 +221,8 @@ private:
     void watch_fill(std::uint64_t end);
     // Committer thread: stops the fill of the active file and waits for the chunk in progress.
     void stop_fill();
-    // Committer-only: the journal's write rate over the last kRateCommits commits is above
-    // prepare_max_bytes_per_s.
+    // Committer-only: the journal's write rate over its last kRateCommits commits (across
+    // files) is above prepare_max_bytes_per_s.
     [[nodiscard]] bool writing_fast() const;
 
     // --- recovery (journaled_store_recovery.cc) ---
@@ -365,11 +369,12 @@ private:
     enum class spare_state { none, preparing, filling, ready, taking };
     std::mutex prep_mu_;
     std::condition_variable prep_cv_;
-    spare_state spare_ = spare_state::none;  // guarded by prep_mu_
-    bool prep_wanted_ = false;               // guarded by prep_mu_
-    bool prep_stop_ = false;                 // guarded by prep_mu_
-    std::atomic<bool> spare_ready_{false};   // ready or filling
-    std::condition_variable fill_cv_;        // the committer waits for fill_running_ == false
+    spare_state spare_ = spare_state::none;    // guarded by prep_mu_
+    bool prep_wanted_ = false;                 // guarded by prep_mu_
+    bool prep_stop_ = false;                   // guarded by prep_mu_
+    std::atomic<bool> spare_ready_{false};     // ready or filling
+    std::atomic<bool> spare_complete_{false};  // ready (a complete spare)
+    std::condition_variable fill_cv_;          // the committer waits for fill_running_ == false
     // The file the preparer fills (guarded by prep_mu_): its durable zero-filled end F (the
     // preparer writes only at F and above, the committer only in pages below F while the fill
     // runs); the committer took it as its journal file; the fill still runs on it; the committer
@@ -380,6 +385,9 @@ private:
     bool fill_stop_ = false;
     std::uint64_t fill_want_end_ = 0;
     std::uint64_t fill_done_end_ = 0;  // fill_end_ of the taken file when its fill ended
+    // A spare being filled (not taken) that a fast roll passed: the fill waits after its
+    // chunk in progress until request_spare() (a slow writer) or a take resumes it.
+    bool fill_paused_ = false;
     // Committer-only: the active file is being filled (its pages past fill_safe_ are not
     // zeroed yet); its fill end as last seen; journal_pos_ at which to let the fill go on.
     bool fill_watch_ = false;
@@ -389,14 +397,17 @@ private:
     // for since the active file was opened.
     bool journal_prepared_ = false;
     bool spare_requested_ = false;
-    // Committer-only: blocks in the active file, and the time and journal_pos_ after each of
-    // its last kRateCommits commits (the write rate that decides whether a spare is wanted).
+    // Committer-only: commits since the open, journal bytes written since the open, and the
+    // time and byte count after each of the last kRateCommits commits (the write rate that
+    // decides whether a spare is wanted, and whether one still being filled is taken). Across
+    // files: a file just rolled to has too few commits of its own to tell a max-rate writer.
     static constexpr std::size_t kRateCommits = 32;
     struct rate_point {
         std::chrono::steady_clock::time_point at;
-        std::uint64_t pos = 0;
+        std::uint64_t bytes = 0;
     };
-    std::uint64_t commits_in_file_ = 0;
+    std::uint64_t rate_commits_ = 0;
+    std::uint64_t rate_bytes_ = 0;
     std::array<rate_point, kRateCommits> rate_ring_{};
 
     std::thread committer_;
@@ -417,6 +428,7 @@ private:
     std::atomic<std::uint64_t> stat_leader_commits_{0};
     std::atomic<std::uint64_t> stat_partial_spares_{0};
     std::atomic<std::uint64_t> stat_fill_stops_{0};
+    std::atomic<std::uint64_t> stat_partial_spares_passed_{0};
 };
 
 }  // namespace nereus::storage

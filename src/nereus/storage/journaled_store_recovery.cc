@@ -399,7 +399,7 @@ result<void> journaled_store::recover() {
         std::max<std::uint64_t>(seqs.empty() ? 0 : seqs.back(), ckpt ? ckpt->file_seq : 0) + 1;
     next_block_seq_ = next_seq != 0 ? next_seq : 1;
     NEREUS_TRY(inspect_spare());
-    NEREUS_TRY(open_journal_file(journal_file_seq_));
+    NEREUS_TRY(open_journal_file(journal_file_seq_, /*take_partial=*/true));  // no fill runs yet
     NEREUS_TRY(run_checkpoint(make_job(0)));
     NEREUS_LOG(storage_log(), info,
                "recovered dir={} streams={} replayed_blocks={} torn_journal_tail={}", dir_,

@@ -22,6 +22,13 @@ constexpr auto kMaxRetryDelay = std::chrono::seconds(64);
 void journaled_store::request_spare() {
     {
         const std::lock_guard lock(prep_mu_);
+        if (fill_paused_ && spare_ == spare_state::filling) {
+            // The spare a fast roll passed: the writer is slow again, fill the rest.
+            fill_paused_ = false;
+            fill_want_end_ = opts_.journal_max_bytes;
+            prep_cv_.notify_all();
+            return;
+        }
         if (prep_wanted_ || spare_ != spare_state::none) {
             return;
         }
@@ -68,6 +75,7 @@ void journaled_store::preparer_loop() {
             retry_delay = kFirstRetryDelay;
             spare_ = spare_state::ready;
             prep_wanted_ = false;
+            spare_complete_.store(true, std::memory_order_release);
             spare_ready_.store(true, std::memory_order_release);
             NEREUS_LOG(storage_log(), debug, "journal spare prepared bytes={} ms={}",
                        opts_.journal_max_bytes,
@@ -79,6 +87,7 @@ void journaled_store::preparer_loop() {
         // Not taken and not complete: a spare that was usable (filling) is gone with it.
         spare_ = spare_state::none;
         spare_ready_.store(false, std::memory_order_relaxed);
+        spare_complete_.store(false, std::memory_order_relaxed);
         if (prep_stop_) {
             break;
         }
@@ -120,9 +129,10 @@ result<bool> journaled_store::prepare_spare() {
                                     : std::min(opts_.prepare_chunk_bytes, opts_.journal_max_bytes);
     const std::vector<std::byte> zeros(static_cast<std::size_t>(chunk));
     const double rate = static_cast<double>(opts_.prepare_bytes_per_s);
-    const auto t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
     {
         const std::lock_guard lock(prep_mu_);
+        fill_paused_ = false;
         fill_end_ = 0;
         fill_want_end_ = opts_.journal_max_bytes;  // until taken: the whole file, at the pace
     }
@@ -140,8 +150,16 @@ result<bool> journaled_store::prepare_spare() {
                              std::chrono::duration<double>(static_cast<double>(pos) / rate));
                 prep_cv_.wait_until(lock, due, stopped);
             }
-            // A taken file is filled only prepare_lead_bytes ahead of the committer.
+            // A taken file is filled only prepare_lead_bytes ahead of the committer; a spare
+            // passed by a fast roll waits until the writer is slow again, and its pace starts
+            // afresh then (no burst of the chunks "due" meanwhile beside the commits).
+            const bool paused = fill_paused_;
             prep_cv_.wait(lock, [&] { return stopped() || pos < fill_want_end_; });
+            if (paused && rate > 0) {
+                t0 = std::chrono::steady_clock::now() -
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(static_cast<double>(pos) / rate));
+            }
             taken = fill_taken_;
             if (stopped()) {
                 lock.unlock();
@@ -176,6 +194,7 @@ result<bool> journaled_store::prepare_spare() {
         }
         spare_ = spare_state::preparing;  // not takeable while it is renamed to `spare`
         spare_ready_.store(false, std::memory_order_relaxed);
+        spare_complete_.store(false, std::memory_order_relaxed);
     }
     f.reset();
     // Only a complete, synced file ever carries the name `spare`.
@@ -211,6 +230,7 @@ result<void> journaled_store::inspect_spare() {
     }
     if (opts_.prepare_journal_files && *size == opts_.journal_max_bytes) {
         spare_ = spare_state::ready;  // threads not started yet
+        spare_complete_.store(true);
         spare_ready_.store(true);
         return {};
     }
@@ -219,7 +239,7 @@ result<void> journaled_store::inspect_spare() {
     return fs_->remove(spare);
 }
 
-result<void> journaled_store::open_journal_file(std::uint64_t seq) {
+result<void> journaled_store::open_journal_file(std::uint64_t seq, bool take_partial) {
     const std::string path = path_join(journal_dir_, format::journal_file_name(seq));
     if (fill_watch_) {
         stop_fill();  // the old file is never written again
@@ -228,10 +248,20 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     bool partial = false;
     {
         const std::lock_guard lock(prep_mu_);
-        if (spare_ == spare_state::ready || spare_ == spare_state::filling) {
+        if (spare_ == spare_state::ready || (take_partial && spare_ == spare_state::filling)) {
             partial = spare_ == spare_state::filling;
             spare_ = spare_state::taking;  // the preparer leaves the name alone meanwhile
             take = true;
+        } else if (spare_ == spare_state::filling) {
+            // A fast writer: it rolls to an empty file, and the fill pauses after the chunk in
+            // progress (a zero-fill beside a max-rate writer costs it throughput) until the
+            // writer is slow again (request_spare), when the spare is taken or completed.
+            // Waiting for the rest of the fill here would stall every commit for it.
+            fill_paused_ = true;
+            fill_want_end_ = fill_end_;
+            stat_partial_spares_passed_.fetch_add(1, std::memory_order_relaxed);
+            NEREUS_LOG(storage_log(), debug,
+                       "journal roll passes a spare being filled (fill end {}, fast)", fill_end_);
         }
     }
     std::unique_ptr<file> f;
@@ -249,6 +279,7 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
             const std::lock_guard lock(prep_mu_);
             spare_ = spare_state::none;
             spare_ready_.store(false, std::memory_order_relaxed);
+            spare_complete_.store(false, std::memory_order_relaxed);
             if (r && partial) {
                 // The preparer goes on filling it (its descriptor follows the rename), ahead of
                 // the committer; this request is served. The first commit sets the lead.
@@ -256,6 +287,7 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
                 fill_running_ = true;
                 fill_stop_ = false;
                 fill_want_end_ = fill_end_;
+                fill_paused_ = false;
                 prep_wanted_ = false;
                 fill_watch_ = true;
                 fill_safe_ = fill_end_;
@@ -301,7 +333,6 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
     journal_ = std::move(f);
     journal_file_seq_ = seq;
     journal_pos_ = 0;
-    commits_in_file_ = 0;
     journal_prepared_ = prepared;
     journal_direct_ = direct;  // starts at byte 0: no earlier page to keep
     spare_requested_ = false;
@@ -317,13 +348,13 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq) {
 }
 
 bool journaled_store::writing_fast() const {
-    if (opts_.prepare_max_bytes_per_s == 0 || commits_in_file_ < kRateCommits) {
+    if (opts_.prepare_max_bytes_per_s == 0 || rate_commits_ < kRateCommits) {
         return false;
     }
-    const rate_point& oldest = rate_ring_[commits_in_file_ % kRateCommits];
-    const rate_point& newest = rate_ring_[(commits_in_file_ - 1) % kRateCommits];
+    const rate_point& oldest = rate_ring_[rate_commits_ % kRateCommits];
+    const rate_point& newest = rate_ring_[(rate_commits_ - 1) % kRateCommits];
     const double window_s = std::chrono::duration<double>(newest.at - oldest.at).count();
-    return static_cast<double>(newest.pos - oldest.pos) >
+    return static_cast<double>(newest.bytes - oldest.bytes) >
            static_cast<double>(opts_.prepare_max_bytes_per_s) * window_s;
 }
 

@@ -48,6 +48,8 @@ struct store_stats {
     std::uint64_t partial_spares = 0;  // of prepared_journals, switched to while being filled
     std::uint64_t fill_stops = 0;  // fills of an active file stopped short (committer caught up,
                                    // fast writes, a roll)
+    std::uint64_t partial_spares_passed = 0;  // rolls that left a spare being filled alone
+                                              // (fast writes) and created an empty file
 };
 
 class stream_store {

@@ -64,10 +64,15 @@ struct store_options {
     // no direct I/O. false: always write + fdatasync.
     bool direct_journal_writes = true;
     // A spare is asked for only while the journal is written slower than this (bytes per second
-    // over the active file's last 32 commits). A writer at max rate gains little from a
-    // prepared file, and the zero-fill would double the disk's writes under it (measured:
-    // max-rate 100 B produce lost 11-27 % while a spare was written). 0: no limit.
+    // over the journal's last 32 commits, across files). A writer at max rate gains little from
+    // a prepared file, and the zero-fill would double the disk's writes under it (measured:
+    // max-rate 100 B produce lost 11-27 % while a spare was written). The same measure decides
+    // whether a spare still being filled is taken (only below this rate: a fast writer would
+    // catch up with the fill at once and wait for it). 0: no limit.
     std::uint64_t prepare_max_bytes_per_s = 16ULL << 20;
+    // The clock of that rate measure (tests: a manual clock, so that "fast" and "slow" do not
+    // depend on the machine's speed). nullptr: the committer's steady_clock readings.
+    std::chrono::steady_clock::time_point (*rate_clock)() = nullptr;
     // The zero-fill is paced, so that it never queues much writeback in front of a commit's
     // fdatasync: it is written in chunks of this size, each fdatasync'ed before the next
     // (0: one chunk), ...

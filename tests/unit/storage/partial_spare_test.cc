@@ -288,6 +288,111 @@ TEST_F(PartialSpare, CommitterCatchingUpStopsTheFillAndWaitsOnlyForTheChunkInPro
     }
 }
 
+// The rate measure's clock (store_options::rate_clock): a slow phase advances it, a fast phase
+// does not, so "fast" does not depend on this machine's speed.
+std::atomic<std::int64_t> g_rate_now_ns{0};
+std::chrono::steady_clock::time_point rate_now() {
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(g_rate_now_ns.load()));
+}
+
+// A slow phase, then a fast one across a roll (doc/format/segment.md, "Prepared journal files"
+// 2a): the roll does not take the spare still being filled (a fast writer would catch up with
+// the fill and wait for it), it creates an empty file, and the fill pauses after its chunk in
+// progress; once the writer is slow again, the next commit takes the spare and its fill
+// resumes. Every acknowledged append survives a kill and a power cut.
+TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
+    for (int power = 0; power < 2; ++power) {
+        SCOPED_TRACE(power);
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+        store_options o = fill_options();
+        o.prepare_max_bytes_per_s = 64 << 10;  // a slow phase writes ~1 KB per second
+        o.rate_clock = &rate_now;
+        constexpr std::uint64_t kChunks = (64 << 10) / 4096;  // syncs of one whole spare
+        auto gate = std::make_shared<fill_gate>(fs_, 0);
+        auto s = open(gate, o);
+        ASSERT_NE(s, nullptr);
+        ASSERT_TRUE(s->create_stream(stream_id(1)));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        auto slow_until = [&](auto done) {
+            for (int i = 0; i < 5000 && !done(); ++i) {
+                g_rate_now_ns.fetch_add(100'000'000);  // 100 ms per ~100 B commit
+                ASSERT_NO_FATAL_FAILURE(append(*s));
+            }
+            ASSERT_TRUE(done());
+        };
+        auto wait_for = [&](auto cond) {
+            while (!cond() && std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            ASSERT_TRUE(cond());
+        };
+        // The open found no spare; the slow writer asks for one, which completes while no
+        // commit runs, and the next commit switches to it.
+        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return gate->has_waiter(); }));
+        gate->allow(kChunks);
+        ASSERT_NO_FATAL_FAILURE(wait_for([&] { return exists("/db/journal/spare"); }));
+        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return s->stats().prepared_journals == 1; }));
+        EXPECT_EQ(s->stats().partial_spares, 0U);
+        const std::string prepared = last_journal();
+        // Half way through the prepared file the next spare is asked for; its first chunk is
+        // synced, its second held: a spare being filled, usable by a slow writer.
+        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return gate->has_waiter(); }));
+        gate->allow(kChunks + 1);
+        ASSERT_NO_FATAL_FAILURE(
+            wait_for([&] { return gate->syncs_of(1) == 1 && gate->has_waiter(); }));
+        ASSERT_EQ(last_journal(), prepared);
+        // Fast: the clock stands still. The roll passes the spare being filled.
+        const auto rolls = s->stats().journal_rolls;
+        for (int i = 0; i < 5000 && s->stats().journal_rolls == rolls; ++i) {
+            ASSERT_NO_FATAL_FAILURE(append(*s));
+        }
+        ASSERT_EQ(s->stats().journal_rolls, rolls + 1);
+        EXPECT_EQ(s->stats().partial_spares_passed, 1U);
+        EXPECT_EQ(s->stats().partial_spares, 0U) << "a fast roll took a spare being filled";
+        EXPECT_EQ(s->stats().prepared_journals, 1U);
+        EXPECT_EQ(s->stats().fill_stops, 0U);
+        EXPECT_TRUE(exists("/db/journal/spare.tmp")) << "still being filled, not taken";
+        const std::string empty = last_journal();
+        EXPECT_NE(empty, prepared);
+        // The fill pauses after its chunk in progress while the writer is fast, and the new,
+        // unprepared file does not switch to the spare meanwhile.
+        gate->allow(UINT64_MAX);
+        ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(1) >= 2; }));
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_NO_FATAL_FAILURE(append(*s));
+        }
+        EXPECT_EQ(last_journal(), empty);
+        EXPECT_EQ(s->stats().partial_spares, 0U);
+        EXPECT_EQ(gate->syncs_of(1), 2U) << "the fill went on beside a fast writer";
+        EXPECT_TRUE(exists("/db/journal/spare.tmp"));
+        EXPECT_FALSE(exists("/db/journal/spare"));
+        // Slow again (the rate is of past commits: one slow commit makes it slow), the next
+        // commit takes the spare being filled, and its fill resumes.
+        const auto before = acked_;
+        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return s->stats().partial_spares == 1; }));
+        EXPECT_EQ(acked_ - before, 2U);
+        EXPECT_EQ(s->stats().prepared_journals, 2U);
+        EXPECT_GT(last_journal(), empty);
+        ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(1) == kChunks; }));
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_NO_FATAL_FAILURE(append(*s));
+        }
+        fs_->crash_now();
+        s.reset();
+        if (power != 0) {
+            fs_->power_loss();
+        } else {
+            fs_->process_crash();
+        }
+        s = open(fs_, o);
+        ASSERT_NE(s, nullptr);
+        ASSERT_NO_FATAL_FAILURE(expect_all_acked(*s));
+        ASSERT_TRUE(s->close());
+        expect_clean();
+    }
+}
+
 // close() while the preparer is held in a chunk of the active file: the fill stops after that
 // chunk, close cuts the file to its blocks, and nothing is left named spare or spare.tmp.
 TEST_F(PartialSpare, CloseDuringTheFillOfTheActiveFile) {
