@@ -543,20 +543,6 @@ public:
     // One trim per open topic, serialised with close() and delete_topic() (retention_mu_), so a
     // pass never runs on a ledger whose stores are being torn down.
     std::optional<storage::store_stats> log_stats() const override {
-        auto add = [](storage::store_stats& sum, const storage::store_stats& st) {
-            sum.commits += st.commits;
-            sum.appends += st.appends;
-            sum.journal_bytes += st.journal_bytes;
-            sum.checkpoints += st.checkpoints;
-            sum.segment_rolls += st.segment_rolls;
-            sum.journal_rolls += st.journal_rolls;
-            sum.prepared_journals += st.prepared_journals;
-            sum.spares_skipped += st.spares_skipped;
-            sum.leader_commits += st.leader_commits;
-            sum.partial_spares += st.partial_spares;
-            sum.fill_stops += st.fill_stops;
-            sum.partial_spares_passed += st.partial_spares_passed;
-        };
         storage::store_stats sum;
         std::vector<std::shared_ptr<ledger_topic>> open;
         {
@@ -567,7 +553,7 @@ public:
             // Under mu_: close() resets streams_ after it marks the backend closed. stats() only
             // loads counters (the reopening wrapper's lock is a leaf).
             if (streams_ != nullptr) {
-                add(sum, streams_->stats());
+                sum += streams_->stats();
             }
             for (const auto& [n, t] : topics_) {
                 open.push_back(t);  // keeps a shared topic's own log alive while it is read
@@ -575,7 +561,7 @@ public:
         }
         for (const auto& t : open) {
             if (const auto* own = t->own_streams(); own != nullptr) {
-                add(sum, own->stats());
+                sum += own->stats();
             }
         }
         return sum;

@@ -50,6 +50,23 @@ struct store_stats {
                                    // fast writes, a roll)
     std::uint64_t partial_spares_passed = 0;  // rolls that left a spare being filled alone
                                               // (fast writes) and created an empty file
+
+    // Field-wise sum (several logs' counters); a new field is added here too.
+    store_stats& operator+=(const store_stats& o) {
+        commits += o.commits;
+        appends += o.appends;
+        journal_bytes += o.journal_bytes;
+        checkpoints += o.checkpoints;
+        segment_rolls += o.segment_rolls;
+        journal_rolls += o.journal_rolls;
+        prepared_journals += o.prepared_journals;
+        spares_skipped += o.spares_skipped;
+        leader_commits += o.leader_commits;
+        partial_spares += o.partial_spares;
+        fill_stops += o.fill_stops;
+        partial_spares_passed += o.partial_spares_passed;
+        return *this;
+    }
 };
 
 class stream_store {
