@@ -540,17 +540,20 @@ void journaled_store::commit_group(group& g) {
     }
     // Roll when full, or early when a spare is usable and the active file is not prepared (after
     // an open without a spare, or a roll that found none): its commits extend the file. A spare
-    // still being filled is taken only by a writer that is not fast: a max-rate writer would
+    // still being filled is taken only by a writer known to be slow: a max-rate writer would
     // catch up with the fill within a few commits and wait for its chunk in progress, then
     // write the rest of the file unprepared anyway (doc/format/segment.md, "Prepared journal
     // files" 2a). It rolls to an empty file instead and switches once the spare is complete.
+    // The first commit after an idle gap may start a burst: it does not take one either.
     const bool full = journal_pos_ >= opts_.journal_max_bytes;
+    const bool slow = writing_slow(opts_.rate_clock != nullptr ? opts_.rate_clock()
+                                                               : std::chrono::steady_clock::now());
     if (full || (!journal_prepared_ && spare_ready_.load(std::memory_order_acquire) &&
-                 (spare_complete_.load(std::memory_order_acquire) || !writing_fast()))) {
+                 (spare_complete_.load(std::memory_order_acquire) || slow))) {
         if (full && opts_.prepare_journal_files && !spare_requested_) {
             stat_spares_skipped_.fetch_add(1, std::memory_order_relaxed);  // writes stayed fast
         }
-        if (auto r = roll_journal(!writing_fast()); !r) {
+        if (auto r = roll_journal(slow); !r) {
             fail_store(r.error());
             fail_all(r.error());
             return;
@@ -584,25 +587,15 @@ void journaled_store::commit_group(group& g) {
     // The next spare is prepared while this file fills: from half way, or, if this file is not
     // prepared, once it holds kPrepareAfterBytes (so a store that writes little — a test, an
     // idle per-topic store — never writes a spare); and only while the journal's recent write
-    // rate (over its last kRateCommits commits, across files, so idle time before a burst
-    // counts only until the burst's 32nd commit) is below prepare_max_bytes_per_s. A writer at
-    // max rate gains little from a prepared file and would share the disk with its zero-fill;
-    // when it slows down, the spare is asked for then.
-    const auto committed_at =
-        opts_.rate_clock != nullptr ? opts_.rate_clock() : sync_start + last_sync_;
-    rate_bytes_ += block.size();
-    auto& oldest = rate_ring_[rate_commits_ % kRateCommits];  // kRateCommits commits ago
-    const bool rate_known = rate_commits_ >= kRateCommits;
-    const double window_s = std::chrono::duration<double>(committed_at - oldest.at).count();
-    const double window_bytes = static_cast<double>(rate_bytes_ - oldest.bytes);
-    oldest = {committed_at, rate_bytes_};
-    ++rate_commits_;
+    // rate (record_commit_rate) is below prepare_max_bytes_per_s. A writer at max rate gains
+    // little from a prepared file and would share the disk with its zero-fill; when it slows
+    // down, the spare is asked for then.
+    record_commit_rate(opts_.rate_clock != nullptr ? opts_.rate_clock() : sync_start + last_sync_,
+                       block.size());
     if (opts_.prepare_journal_files && !spare_requested_ &&
         journal_pos_ >= std::min(journal_prepared_ ? UINT64_MAX : kPrepareAfterBytes,
                                  opts_.journal_max_bytes / 2) &&
-        (opts_.prepare_max_bytes_per_s == 0 ||
-         (rate_known &&
-          window_bytes <= static_cast<double>(opts_.prepare_max_bytes_per_s) * window_s))) {
+        !writing_fast()) {
         spare_requested_ = true;
         request_spare();
     }

@@ -221,9 +221,20 @@ private:
     void watch_fill(std::uint64_t end);
     // Committer thread: stops the fill of the active file and waits for the chunk in progress.
     void stop_fill();
-    // Committer-only: the journal's write rate over its last kRateCommits commits (across
-    // files) is above prepare_max_bytes_per_s.
-    [[nodiscard]] bool writing_fast() const;
+    // Committer-only: the journal's recent write rate (rate_fast_, set after each commit) is
+    // above prepare_max_bytes_per_s.
+    [[nodiscard]] bool writing_fast() const { return rate_fast_; }
+    // Committer-only, before a commit at `now`: below prepare_max_bytes_per_s, and neither this
+    // commit nor the last one follows an idle gap (over kRateWindow: a burst's first commit
+    // tells nothing of its rate). A spare still being filled is taken only then.
+    [[nodiscard]] bool writing_slow(std::chrono::steady_clock::time_point now) const;
+    // Committer-only: records a commit of `bytes` that ended at `at` and sets rate_fast_ from
+    // the commits of the last kRateWindow (at most kRateCommits of them, at least the last two),
+    // and writer_fast_ when it changes.
+    void record_commit_rate(std::chrono::steady_clock::time_point at, std::uint64_t bytes);
+    [[nodiscard]] bool commit_rate_fast() const;
+    // Preparer (prep_mu_ held): a spare not taken waits, for a fast writer that is committing.
+    [[nodiscard]] bool fill_held_for_writer() const;
 
     // --- recovery (journaled_store_recovery.cc) ---
     result<void> recover();
@@ -385,9 +396,12 @@ private:
     bool fill_stop_ = false;
     std::uint64_t fill_want_end_ = 0;
     std::uint64_t fill_done_end_ = 0;  // fill_end_ of the taken file when its fill ended
-    // A spare being filled (not taken) that a fast roll passed: the fill waits after its
-    // chunk in progress until request_spare() (a slow writer) or a take resumes it.
-    bool fill_paused_ = false;
+    // The committer's rate verdict (rate_fast_, written on each change) and the end of its
+    // last commit (on the rate clock, relaxed): a spare not taken is not filled beside a fast
+    // writer. Its fill waits after the chunk in progress while the writer is fast and its last
+    // commit ended less than kRateWindow ago, and goes on once the writer is slow or idle.
+    bool writer_fast_ = false;  // guarded by prep_mu_
+    std::atomic<std::int64_t> last_commit_ns_{0};
     // Committer-only: the active file is being filled (its pages past fill_safe_ are not
     // zeroed yet); its fill end as last seen; journal_pos_ at which to let the fill go on.
     bool fill_watch_ = false;
@@ -401,7 +415,12 @@ private:
     // time and byte count after each of the last kRateCommits commits (the write rate that
     // decides whether a spare is wanted, and whether one still being filled is taken). Across
     // files: a file just rolled to has too few commits of its own to tell a max-rate writer.
+    // Bounded in time too (kRateWindow): an idle gap before a burst is part of at most the
+    // burst's first interval, so a short max-rate burst is seen as fast from its second commit
+    // (with a window of commits only, it looked slow for 31 commits, and took and stopped
+    // spares still being filled: doc/perf.md, "Short bursts and partial spares").
     static constexpr std::size_t kRateCommits = 32;
+    static constexpr std::chrono::milliseconds kRateWindow{100};
     struct rate_point {
         std::chrono::steady_clock::time_point at;
         std::uint64_t bytes = 0;
@@ -409,6 +428,8 @@ private:
     std::uint64_t rate_commits_ = 0;
     std::uint64_t rate_bytes_ = 0;
     std::array<rate_point, kRateCommits> rate_ring_{};
+    bool rate_fast_ = false;
+    bool rate_settled_ = false;
 
     std::thread committer_;
     std::thread checkpointer_;

@@ -22,13 +22,6 @@ constexpr auto kMaxRetryDelay = std::chrono::seconds(64);
 void journaled_store::request_spare() {
     {
         const std::lock_guard lock(prep_mu_);
-        if (fill_paused_ && spare_ == spare_state::filling) {
-            // The spare a fast roll passed: the writer is slow again, fill the rest.
-            fill_paused_ = false;
-            fill_want_end_ = opts_.journal_max_bytes;
-            prep_cv_.notify_all();
-            return;
-        }
         if (prep_wanted_ || spare_ != spare_state::none) {
             return;
         }
@@ -132,7 +125,6 @@ result<bool> journaled_store::prepare_spare() {
     auto t0 = std::chrono::steady_clock::now();
     {
         const std::lock_guard lock(prep_mu_);
-        fill_paused_ = false;
         fill_end_ = 0;
         fill_want_end_ = opts_.journal_max_bytes;  // until taken: the whole file, at the pace
     }
@@ -151,11 +143,19 @@ result<bool> journaled_store::prepare_spare() {
                 prep_cv_.wait_until(lock, due, stopped);
             }
             // A taken file is filled only prepare_lead_bytes ahead of the committer; a spare
-            // passed by a fast roll waits until the writer is slow again, and its pace starts
-            // afresh then (no burst of the chunks "due" meanwhile beside the commits).
-            const bool paused = fill_paused_;
-            prep_cv_.wait(lock, [&] { return stopped() || pos < fill_want_end_; });
-            if (paused && rate > 0) {
+            // not taken waits while a fast writer commits (fill_held_for_writer: looked at
+            // again every kRateWindow, for a writer gone idle), and its pace starts afresh then
+            // (no burst of the chunks "due" meanwhile beside the commits).
+            const bool held = !stopped() && !fill_taken_ && fill_held_for_writer();
+            while (!stopped() &&
+                   !(pos < fill_want_end_ && (fill_taken_ || !fill_held_for_writer()))) {
+                if (!fill_taken_ && fill_held_for_writer()) {
+                    prep_cv_.wait_for(lock, kRateWindow);
+                } else {
+                    prep_cv_.wait(lock);
+                }
+            }
+            if (held && rate > 0) {
                 t0 = std::chrono::steady_clock::now() -
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(static_cast<double>(pos) / rate));
@@ -253,12 +253,11 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq, bool take_par
             spare_ = spare_state::taking;  // the preparer leaves the name alone meanwhile
             take = true;
         } else if (spare_ == spare_state::filling) {
-            // A fast writer: it rolls to an empty file, and the fill pauses after the chunk in
-            // progress (a zero-fill beside a max-rate writer costs it throughput) until the
-            // writer is slow again (request_spare), when the spare is taken or completed.
-            // Waiting for the rest of the fill here would stall every commit for it.
-            fill_paused_ = true;
-            fill_want_end_ = fill_end_;
+            // A fast writer: it rolls to an empty file (waiting for the rest of the fill here
+            // would stall every commit for it). The fill is held meanwhile after its chunk in
+            // progress (fill_held_for_writer: a zero-fill beside a max-rate writer costs it
+            // throughput) and goes on once the writer is slow or idle; the spare is then
+            // taken by a slow writer, or completed.
             stat_partial_spares_passed_.fetch_add(1, std::memory_order_relaxed);
             NEREUS_LOG(storage_log(), debug,
                        "journal roll passes a spare being filled (fill end {}, fast)", fill_end_);
@@ -287,7 +286,6 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq, bool take_par
                 fill_running_ = true;
                 fill_stop_ = false;
                 fill_want_end_ = fill_end_;
-                fill_paused_ = false;
                 prep_wanted_ = false;
                 fill_watch_ = true;
                 fill_safe_ = fill_end_;
@@ -347,14 +345,61 @@ result<void> journaled_store::open_journal_file(std::uint64_t seq, bool take_par
     return {};
 }
 
-bool journaled_store::writing_fast() const {
-    if (opts_.prepare_max_bytes_per_s == 0 || rate_commits_ < kRateCommits) {
+bool journaled_store::fill_held_for_writer() const {
+    if (!writer_fast_) {
         return false;
     }
-    const rate_point& oldest = rate_ring_[rate_commits_ % kRateCommits];
+    const auto now =
+        opts_.rate_clock != nullptr ? opts_.rate_clock() : std::chrono::steady_clock::now();
+    const auto last = std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(last_commit_ns_.load(std::memory_order_relaxed)));
+    return now - last < kRateWindow;
+}
+
+void journaled_store::record_commit_rate(std::chrono::steady_clock::time_point at,
+                                         std::uint64_t bytes) {
+    last_commit_ns_.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count(),
+        std::memory_order_relaxed);
+    rate_bytes_ += bytes;
+    rate_ring_[rate_commits_ % kRateCommits] = {at, rate_bytes_};
+    ++rate_commits_;
+    const bool was_fast = rate_fast_;
+    rate_fast_ = commit_rate_fast();
+    rate_settled_ =
+        rate_commits_ >= 2 && at - rate_ring_[(rate_commits_ - 2) % kRateCommits].at <= kRateWindow;
+    if (rate_fast_ != was_fast) {
+        {
+            const std::lock_guard lock(prep_mu_);
+            writer_fast_ = rate_fast_;
+        }
+        prep_cv_.notify_all();  // a spare held for a fast writer fills on
+    }
+}
+
+bool journaled_store::writing_slow(std::chrono::steady_clock::time_point now) const {
+    return rate_settled_ && !rate_fast_ &&
+           now - rate_ring_[(rate_commits_ - 1) % kRateCommits].at <= kRateWindow;
+}
+
+bool journaled_store::commit_rate_fast() const {
+    if (opts_.prepare_max_bytes_per_s == 0 || rate_commits_ < 2) {
+        return false;
+    }
+    // From the oldest commit that ended within kRateWindow of the newest (but at least the one
+    // before the newest): the bytes committed after it, over the time since it ended.
     const rate_point& newest = rate_ring_[(rate_commits_ - 1) % kRateCommits];
-    const double window_s = std::chrono::duration<double>(newest.at - oldest.at).count();
-    return static_cast<double>(newest.bytes - oldest.bytes) >
+    const rate_point* from = &rate_ring_[(rate_commits_ - 2) % kRateCommits];
+    const std::uint64_t known = std::min<std::uint64_t>(rate_commits_, kRateCommits);
+    for (std::uint64_t k = 3; k <= known; ++k) {
+        const rate_point& p = rate_ring_[(rate_commits_ - k) % kRateCommits];
+        if (newest.at - p.at > kRateWindow) {
+            break;
+        }
+        from = &p;
+    }
+    const double window_s = std::chrono::duration<double>(newest.at - from->at).count();
+    return static_cast<double>(newest.bytes - from->bytes) >
            static_cast<double>(opts_.prepare_max_bytes_per_s) * window_s;
 }
 

@@ -64,11 +64,13 @@ struct store_options {
     // no direct I/O. false: always write + fdatasync.
     bool direct_journal_writes = true;
     // A spare is asked for only while the journal is written slower than this (bytes per second
-    // over the journal's last 32 commits, across files). A writer at max rate gains little from
-    // a prepared file, and the zero-fill would double the disk's writes under it (measured:
-    // max-rate 100 B produce lost 11-27 % while a spare was written). The same measure decides
-    // whether a spare still being filled is taken (only below this rate: a fast writer would
-    // catch up with the fill at once and wait for it). 0: no limit.
+    // over the journal's commits of the last 100 ms, at most 32 and at least the last two,
+    // across files). A writer at max rate gains little from a prepared file, and the zero-fill
+    // would double the disk's writes under it (measured: max-rate 100 B produce lost 11-27 %
+    // while a spare was written): a spare's fill waits while such a writer commits, and goes on
+    // once it is slow or idle. The same measure decides whether a spare still being filled is
+    // taken (only below this rate, and not by the first commit after an idle gap: a fast writer
+    // would catch up with the fill at once and wait for it). 0: no limit.
     std::uint64_t prepare_max_bytes_per_s = 16ULL << 20;
     // The clock of that rate measure (tests: a manual clock, so that "fast" and "slow" do not
     // depend on the machine's speed). nullptr: the committer's steady_clock readings.

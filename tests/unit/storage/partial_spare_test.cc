@@ -140,6 +140,13 @@ store_options fill_options() {
     return o;
 }
 
+// The rate measure's clock (store_options::rate_clock): a slow phase advances it, a fast phase
+// does not, so "fast" does not depend on this machine's speed.
+std::atomic<std::int64_t> g_rate_now_ns{0};
+std::chrono::steady_clock::time_point rate_now() {
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(g_rate_now_ns.load()));
+}
+
 class PartialSpare : public ::testing::Test {
 protected:
     std::unique_ptr<stream_store> open(std::shared_ptr<file_system> fs,
@@ -159,6 +166,24 @@ protected:
             ASSERT_NO_FATAL_FAILURE(append(s));
         }
         ASSERT_GE(s.stats().partial_spares, 1U) << "no switch to a spare being filled";
+    }
+    // Appends one record per 100 ms of the rate clock (a slow writer) until done() (bounded).
+    template <class Done>
+    void slow_until(stream_store& s, Done done) {
+        for (int i = 0; i < 5000 && !done(); ++i) {
+            g_rate_now_ns.fetch_add(100'000'000);
+            ASSERT_NO_FATAL_FAILURE(append(s));
+        }
+        ASSERT_TRUE(done());
+    }
+    // Waits for cond() (bounded: 60 s).
+    template <class Cond>
+    static void wait_for(Cond cond) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!cond() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        ASSERT_TRUE(cond());
     }
     void expect_all_acked(stream_store& s) {
         auto all = read_all(s, stream_id(1));
@@ -288,13 +313,6 @@ TEST_F(PartialSpare, CommitterCatchingUpStopsTheFillAndWaitsOnlyForTheChunkInPro
     }
 }
 
-// The rate measure's clock (store_options::rate_clock): a slow phase advances it, a fast phase
-// does not, so "fast" does not depend on this machine's speed.
-std::atomic<std::int64_t> g_rate_now_ns{0};
-std::chrono::steady_clock::time_point rate_now() {
-    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(g_rate_now_ns.load()));
-}
-
 // A slow phase, then a fast one across a roll (doc/format/segment.md, "Prepared journal files"
 // 2a): the roll does not take the spare still being filled (a fast writer would catch up with
 // the fill and wait for it), it creates an empty file, and the fill pauses after its chunk in
@@ -313,31 +331,17 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
         auto s = open(gate, o);
         ASSERT_NE(s, nullptr);
         ASSERT_TRUE(s->create_stream(stream_id(1)));
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        auto slow_until = [&](auto done) {
-            for (int i = 0; i < 5000 && !done(); ++i) {
-                g_rate_now_ns.fetch_add(100'000'000);  // 100 ms per ~100 B commit
-                ASSERT_NO_FATAL_FAILURE(append(*s));
-            }
-            ASSERT_TRUE(done());
-        };
-        auto wait_for = [&](auto cond) {
-            while (!cond() && std::chrono::steady_clock::now() < deadline) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            }
-            ASSERT_TRUE(cond());
-        };
         // The open found no spare; the slow writer asks for one, which completes while no
         // commit runs, and the next commit switches to it.
-        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return gate->has_waiter(); }));
+        ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
         gate->allow(kChunks);
         ASSERT_NO_FATAL_FAILURE(wait_for([&] { return exists("/db/journal/spare"); }));
-        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return s->stats().prepared_journals == 1; }));
+        ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return s->stats().prepared_journals == 1; }));
         EXPECT_EQ(s->stats().partial_spares, 0U);
         const std::string prepared = last_journal();
         // Half way through the prepared file the next spare is asked for; its first chunk is
         // synced, its second held: a spare being filled, usable by a slow writer.
-        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return gate->has_waiter(); }));
+        ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
         gate->allow(kChunks + 1);
         ASSERT_NO_FATAL_FAILURE(
             wait_for([&] { return gate->syncs_of(1) == 1 && gate->has_waiter(); }));
@@ -356,8 +360,9 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
         const std::string empty = last_journal();
         EXPECT_NE(empty, prepared);
         // The fill pauses after its chunk in progress while the writer is fast, and the new,
-        // unprepared file does not switch to the spare meanwhile.
-        gate->allow(UINT64_MAX);
+        // unprepared file does not switch to the spare meanwhile. (The gate would let one more
+        // chunk through: a fill beside the fast writer shows as a third sync.)
+        gate->allow(kChunks + 3);
         ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(1) >= 2; }));
         for (int i = 0; i < 20; ++i) {
             ASSERT_NO_FATAL_FAILURE(append(*s));
@@ -367,13 +372,15 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
         EXPECT_EQ(gate->syncs_of(1), 2U) << "the fill went on beside a fast writer";
         EXPECT_TRUE(exists("/db/journal/spare.tmp"));
         EXPECT_FALSE(exists("/db/journal/spare"));
-        // Slow again (the rate is of past commits: one slow commit makes it slow), the next
-        // commit takes the spare being filled, and its fill resumes.
+        // Slow again (the rate is of past commits: one slow commit makes it slow), the fill
+        // goes on (its third chunk; the gate holds the fourth), the next commit takes the spare
+        // being filled, and its fill resumes.
         const auto before = acked_;
-        ASSERT_NO_FATAL_FAILURE(slow_until([&] { return s->stats().partial_spares == 1; }));
+        ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return s->stats().partial_spares == 1; }));
         EXPECT_EQ(acked_ - before, 2U);
         EXPECT_EQ(s->stats().prepared_journals, 2U);
         EXPECT_GT(last_journal(), empty);
+        gate->allow(UINT64_MAX);
         ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(1) == kChunks; }));
         for (int i = 0; i < 20; ++i) {
             ASSERT_NO_FATAL_FAILURE(append(*s));
@@ -391,6 +398,152 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
         ASSERT_TRUE(s->close());
         expect_clean();
     }
+}
+
+// A short burst after an idle gap is fast from its second commit: the gap is part of at most the
+// burst's first interval of the rate measure (with a window of 32 commits only, a burst looked
+// slow for 31 commits, and took spares still being filled and stopped their fills: doc/perf.md,
+// "Short bursts and partial spares"). Here the prepared active file is nearly full when the
+// burst begins and the next spare is being filled: the roll, within the burst's first commits,
+// passes that spare. Every acknowledged append survives a power cut.
+TEST_F(PartialSpare, ARollEarlyInABurstAfterAnIdleGapPassesASpareBeingFilled) {
+    store_options o = fill_options();
+    o.prepare_max_bytes_per_s = 64 << 10;
+    o.rate_clock = &rate_now;
+    constexpr std::uint64_t kFile = 64 << 10;
+    constexpr std::uint64_t kChunks = kFile / 4096;
+    auto gate = std::make_shared<fill_gate>(fs_, 0);
+    auto s = open(gate, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // Every commit is one record of the same size.
+    const std::uint64_t before = s->stats().journal_bytes;
+    g_rate_now_ns.fetch_add(100'000'000);
+    ASSERT_NO_FATAL_FAILURE(append(*s));
+    const std::uint64_t block = s->stats().journal_bytes - before;
+    ASSERT_GT(block, 0U);
+    // The open found no spare; the slow writer asks for one and switches to it when complete.
+    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    gate->allow(kChunks);
+    ASSERT_NO_FATAL_FAILURE(wait_for([&] { return exists("/db/journal/spare"); }));
+    std::uint64_t file_start = 0;  // journal bytes before the commit that switched to the spare
+    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] {
+        const auto st = s->stats();
+        if (st.prepared_journals == 1) {
+            return true;
+        }
+        file_start = st.journal_bytes;
+        return false;
+    }));
+    // Half way the next spare is asked for: its first chunk synced, its second held.
+    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    gate->allow(kChunks + 1);
+    ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(1) == 1 && gate->has_waiter(); }));
+    // Slow on until fewer than 10 blocks fit in the active file.
+    const auto rolls = s->stats().journal_rolls;
+    ASSERT_NO_FATAL_FAILURE(slow_until(
+        *s, [&] { return s->stats().journal_bytes - file_start + 10 * block >= kFile; }));
+    ASSERT_EQ(s->stats().journal_rolls, rolls);
+    // Idle for 10 s, then a burst of a commit per millisecond (over 64 KiB/s from its second).
+    g_rate_now_ns.fetch_add(10'000'000'000);
+    int burst = 0;
+    for (; burst < 40 && s->stats().journal_rolls == rolls; ++burst) {
+        g_rate_now_ns.fetch_add(1'000'000);
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    ASSERT_EQ(s->stats().journal_rolls, rolls + 1);
+    EXPECT_LE(burst, 12);
+    EXPECT_EQ(s->stats().partial_spares_passed, 1U);
+    EXPECT_EQ(s->stats().partial_spares, 0U) << "a roll in a burst took a spare being filled";
+    EXPECT_EQ(s->stats().fill_stops, 0U);
+    EXPECT_TRUE(exists("/db/journal/spare.tmp")) << "still being filled, not taken";
+    gate->allow(UINT64_MAX);
+    for (int i = 0; i < 20; ++i) {
+        g_rate_now_ns.fetch_add(1'000'000);
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    fs_->crash_now();
+    s.reset();
+    fs_->power_loss();
+    s = open(fs_, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_NO_FATAL_FAILURE(expect_all_acked(*s));
+    ASSERT_TRUE(s->close());
+    expect_clean();
+}
+
+// A spare not taken is not filled beside a fast writer, but it is filled while the writer is
+// idle: the fill waits after its chunk in progress while commits come fast, and goes on once the
+// last commit is kRateWindow (100 ms on the rate clock) old, so the spare is complete for the
+// next burst.
+TEST_F(PartialSpare, ASpareHeldForAFastWriterIsFilledWhileTheWriterIsIdle) {
+    store_options o = fill_options();
+    o.prepare_max_bytes_per_s = 64 << 10;
+    o.rate_clock = &rate_now;
+    constexpr std::uint64_t kChunks = (64 << 10) / 4096;
+    auto gate = std::make_shared<fill_gate>(fs_, 0);
+    auto s = open(gate, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // The slow writer asks for a spare; the gate holds its first chunk's sync.
+    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    // Fast (the clock stands still): the first chunk completes, then the fill waits although
+    // the gate would let the whole file through.
+    for (int i = 0; i < 40; ++i) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    gate->allow(UINT64_MAX);
+    ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(0) >= 1; }));
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(gate->syncs_of(0), 1U) << "the fill went on beside a fast writer";
+    EXPECT_EQ(s->stats().partial_spares, 0U) << "a fast writer took a spare being filled";
+    EXPECT_FALSE(exists("/db/journal/spare"));
+    // Idle: no commit for 200 ms of the rate clock. The fill completes the spare.
+    g_rate_now_ns.fetch_add(200'000'000);
+    ASSERT_NO_FATAL_FAILURE(wait_for([&] { return exists("/db/journal/spare"); }));
+    EXPECT_EQ(gate->syncs_of(0), kChunks);
+    // The next commit (the first of a burst) switches to the complete spare.
+    ASSERT_NO_FATAL_FAILURE(append(*s));
+    EXPECT_EQ(s->stats().prepared_journals, 1U);
+    EXPECT_EQ(s->stats().partial_spares, 0U);
+    ASSERT_TRUE(s->close());
+    expect_clean();
+    s = open(fs_, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_NO_FATAL_FAILURE(expect_all_acked(*s));
+}
+
+// The first commit after an idle gap may start a burst, and tells nothing of its rate: it does
+// not take a spare still being filled (in a burst the committer would catch up with the fill and
+// wait for its chunk in progress). A writer whose next commits are slow takes it.
+TEST_F(PartialSpare, TheFirstCommitAfterAnIdleGapDoesNotTakeASpareBeingFilled) {
+    store_options o = fill_options();
+    o.prepare_max_bytes_per_s = 64 << 10;
+    o.rate_clock = &rate_now;
+    auto gate = std::make_shared<fill_gate>(fs_, 0);
+    auto s = open(gate, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // The slow writer asks for a spare; its first chunk is held, then synced, its second held.
+    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    g_rate_now_ns.fetch_add(10'000'000'000);  // idle for 10 s
+    gate->allow(1);
+    ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(0) == 1 && gate->has_waiter(); }));
+    ASSERT_NO_FATAL_FAILURE(append(*s));
+    EXPECT_EQ(s->stats().partial_spares, 0U) << "the first commit after a gap took the spare";
+    // Slow commits: the second one's rate is known, and the third commit takes the spare.
+    const auto before = acked_;
+    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return s->stats().partial_spares == 1; }));
+    EXPECT_EQ(acked_ - before, 2U);
+    gate->allow(UINT64_MAX);
+    ASSERT_TRUE(s->close());
+    expect_clean();
+    s = open(fs_, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_NO_FATAL_FAILURE(expect_all_acked(*s));
 }
 
 // close() while the preparer is held in a chunk of the active file: the fill stops after that
