@@ -418,7 +418,8 @@ private:
     // Bounded in time too (kRateWindow): an idle gap before a burst is part of at most the
     // burst's first interval, so a short max-rate burst is seen as fast from its second commit
     // (with a window of commits only, it looked slow for 31 commits, and took and stopped
-    // spares still being filled: doc/perf.md, "Short bursts and partial spares").
+    // spares still being filled: doc/perf.md, "Short bursts, partial spares and the unlink
+    // stall").
     static constexpr std::size_t kRateCommits = 32;
     static constexpr std::chrono::milliseconds kRateWindow{100};
     struct rate_point {

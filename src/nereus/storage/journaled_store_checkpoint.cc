@@ -15,7 +15,7 @@ namespace {
 // commit's O_DSYNC write waited for it: measured on this machine, unlinking a 64 MiB journal
 // file held 5,000/s direct 4 KiB writes of another file for 22-25 ms (their max; 1.7-4 ms with
 // no unlink), and 1.7-3.2 ms when it was first cut in 1 MiB steps, for the same total time
-// (doc/perf.md, "Short bursts and partial spares").
+// (doc/perf.md, "Short bursts, partial spares and the unlink stall").
 constexpr std::uint64_t kRemoveStepBytes = 1ULL << 20;
 
 result<void> remove_in_steps(file_system& fs, const std::string& path) {

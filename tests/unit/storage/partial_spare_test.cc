@@ -403,9 +403,9 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
 // A short burst after an idle gap is fast from its second commit: the gap is part of at most the
 // burst's first interval of the rate measure (with a window of 32 commits only, a burst looked
 // slow for 31 commits, and took spares still being filled and stopped their fills: doc/perf.md,
-// "Short bursts and partial spares"). Here the prepared active file is nearly full when the
-// burst begins and the next spare is being filled: the roll, within the burst's first commits,
-// passes that spare. Every acknowledged append survives a power cut.
+// "Short bursts, partial spares and the unlink stall"). Here the prepared active file is nearly
+// full when the burst begins and the next spare is being filled: the roll, within the burst's
+// first commits, passes that spare. Every acknowledged append survives a power cut.
 TEST_F(PartialSpare, ARollEarlyInABurstAfterAnIdleGapPassesASpareBeingFilled) {
     store_options o = fill_options();
     o.prepare_max_bytes_per_s = 64 << 10;
