@@ -2,41 +2,13 @@
 
 #include "nereus/storage/journaled_store.h"
 #include "nereus/storage/logger.h"
+#include "nereus/storage/remove_in_steps.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 namespace nereus::storage {
-namespace {
-
-// A file no recovery reads any more is cut from its end in steps of this size before it is
-// unlinked. ext4 frees a large file's blocks in one transaction at unlink, and a concurrent
-// commit's O_DSYNC write waited for it: measured on this machine, unlinking a 64 MiB journal
-// file held 5,000/s direct 4 KiB writes of another file for 22-25 ms (their max; 1.7-4 ms with
-// no unlink), and 1.7-3.2 ms when it was first cut in 1 MiB steps, for the same total time
-// (doc/perf.md, "Short bursts, partial spares and the unlink stall").
-constexpr std::uint64_t kRemoveStepBytes = 1ULL << 20;
-
-result<void> remove_in_steps(file_system& fs, const std::string& path) {
-    auto size = fs.file_size(path);
-    if (!size) {
-        return error(size.error());
-    }
-    if (*size > kRemoveStepBytes) {
-        auto f = fs.open(path, open_mode::read_write);
-        if (!f) {
-            return error(f.error());
-        }
-        for (std::uint64_t end = (*size - 1) / kRemoveStepBytes * kRemoveStepBytes; end > 0;
-             end -= kRemoveStepBytes) {
-            NEREUS_TRY((*f)->truncate(end));
-        }
-    }
-    return fs.remove(path);
-}
-
-}  // namespace
 
 void journaled_store::maybe_checkpoint(std::uint64_t requests) {
     const bool forced = requests > ckpt_taken_;
