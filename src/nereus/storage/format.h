@@ -205,6 +205,9 @@ inline constexpr const char* kSpareJournalName = "spare";
 inline constexpr const char* kSpareJournalTmpName = "spare.tmp";
 inline constexpr const char* kStreamsDirName = "streams";
 inline constexpr const char* kTombstoneName = "DELETED";
+// A segment removed by a trim is renamed `<name>.trimmed` (the rename made durable), then cut
+// and unlinked: a file with this suffix is garbage, removed at open.
+inline constexpr const char* kTrimmedSuffix = ".trimmed";
 inline constexpr const char* kCreatingSuffix = ".creating";  // a stream dir being created
 
 std::string journal_file_name(std::uint64_t seq);

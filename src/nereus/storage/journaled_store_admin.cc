@@ -2,6 +2,7 @@
 
 #include "nereus/storage/journaled_store.h"
 #include "nereus/storage/logger.h"
+#include "nereus/storage/remove_in_steps.h"
 
 #include <fmt/format.h>
 
@@ -161,15 +162,28 @@ result<offset> journaled_store::trim(stream_id id, offset floor) {
             st->first = st->segments.front().base;
         }
         fds_.evict(key(*st, base));
-        if (auto r = fs_->remove(fds_.path(key(*st, base))); !r && !is_not_found(r.error())) {
+        // Renamed out of the segment names (durable with the directory sync), then cut in steps
+        // and unlinked (remove_in_steps.h: a 64 MiB unlink stalls the journal's commits). A
+        // reader that still holds it open and reads it short answers errc::trimmed
+        // (trimmed_since); a crash after the sync leaves `<name>.trimmed`, removed at open.
+        const std::string path = fds_.path(key(*st, base));
+        const std::string cut = path + format::kTrimmedSuffix;
+        auto renamed = fs_->rename(path, cut);
+        if (!renamed && !is_not_found(renamed.error())) {
             const std::lock_guard lock(st->view_mu);  // still there: keep serving it
             st->segments.push_front(std::move(gone));
             st->first = base;
-            return error(r.error());
+            return error(renamed.error());
         }
         st->trim_unsynced = true;
         NEREUS_TRY(fs_->sync_dir(d));
         st->trim_unsynced = false;
+        if (renamed) {
+            if (auto r = remove_in_steps(*fs_, cut); !r) {
+                NEREUS_LOG(storage_log(), warn, "cannot remove trimmed segment {}: {}", cut,
+                           r.error().message());
+            }
+        }
     }
     std::uint64_t first = 0;
     {

@@ -3,6 +3,7 @@
 #include "nereus/storage/journal_scan.h"
 #include "nereus/storage/journaled_store.h"
 #include "nereus/storage/logger.h"
+#include "nereus/storage/remove_in_steps.h"
 #include "nereus/storage/segment_scan.h"
 
 #include <fmt/format.h>
@@ -65,6 +66,10 @@ result<void> journaled_store::load_streams(std::unordered_map<std::uint64_t, rec
                 tombstone = true;
             } else if (auto b = format::parse_segment_file_name(e)) {
                 bases.push_back(*b);
+            } else if (e.ends_with(format::kTrimmedSuffix)) {
+                // A trim's removal that a crash interrupted: no longer a segment, only garbage.
+                NEREUS_LOG(storage_log(), info, "removing trimmed segment {}/{}", d, e);
+                NEREUS_TRY(remove_in_steps(*fs_, path_join(d, e)));
             }
         }
         std::sort(bases.begin(), bases.end());

@@ -24,9 +24,10 @@ inline constexpr std::uint64_t kRemoveStepBytes = 1ULL << 20;
 // named `path` (the caller's recovery must treat it as garbage). Not durable: the caller syncs
 // the directory if the removal must be. Thread-safe as `fs` is.
 //
-// Used for journal files behind a durable checkpoint (only recovery reads journal files).
-// Not for segments: a reader may hold a trimmed segment open through the descriptor cache and
-// would read a cut file as a damaged one.
+// Used for journal files behind a durable checkpoint (only recovery reads journal files), and
+// for segments removed by a trim: those are renamed out of the segment names first, and a
+// reader that held one open and reads it short answers errc::trimmed, not corruption
+// (journaled_store::trimmed_since).
 [[nodiscard]] result<void> remove_in_steps(file_system& fs, const std::string& path);
 
 }  // namespace nereus::storage
