@@ -244,10 +244,13 @@ private:
 
     // --- reads (journaled_store_read.cc) ---
     result<void> load_index(stream_state& st, std::uint64_t base);
-    // A reader found segment `base` shorter than its records: true if a trim removed it
-    // meanwhile (the reader held it open while it was cut: remove_in_steps.h), so the answer is
-    // errc::trimmed, not corruption. `nowait`: false also when view_mu is busy.
-    [[nodiscard]] static bool trimmed_since(stream_state& st, std::uint64_t base, bool nowait);
+    // A reader found segment `base` shorter than its records: errc::trimmed if a trim removed
+    // it meanwhile (the reader held it open while it was cut: remove_in_steps.h), not
+    // corruption; errc::would_block if `nowait` and view_mu is busy; nullopt otherwise (the
+    // segment is damaged).
+    [[nodiscard]] static std::optional<errc> trimmed_since(stream_state& st,
+                                                           std::uint64_t base,
+                                                           bool nowait);
     // read() and read_nowait(): with `nowait`, errc::would_block instead of opening a file,
     // building an index or a pread that would wait for the disk.
     result<read_batch> read_impl(

@@ -11,12 +11,14 @@
 
 namespace nereus::storage {
 
-bool journaled_store::trimmed_since(stream_state& st, std::uint64_t base, bool nowait) {
+std::optional<errc> journaled_store::trimmed_since(stream_state& st,
+                                                   std::uint64_t base,
+                                                   bool nowait) {
     std::unique_lock lock(st.view_mu, std::defer_lock);
     if (!(nowait ? lock.try_lock() : (lock.lock(), true))) {
-        return false;
+        return errc::would_block;  // asked again by the blocking read
     }
-    return base < st.first;
+    return base < st.first ? std::optional<errc>(errc::trimmed) : std::nullopt;
 }
 
 result<void> journaled_store::load_index(stream_state& st, std::uint64_t base) {
@@ -45,8 +47,8 @@ result<void> journaled_store::load_index(stream_state& st, std::uint64_t base) {
     const bool whole_file = bytes == kUnknownSize;
     if (!scan->clean() || scan->end_offset != expected_end ||
         scan->valid_bytes != (whole_file ? scan->file_bytes : bytes)) {
-        if (trimmed_since(st, base, false)) {
-            return error(errc::trimmed);  // cut while this scan held it open
+        if (auto t = trimmed_since(st, base, false)) {
+            return error(*t);  // cut while this scan held it open
         }
         std::string reason =
             !scan->clean()
@@ -226,10 +228,10 @@ result<read_batch> journaled_store::read_impl(
             return true;
         };
         auto damaged = [&](std::uint64_t p, std::uint64_t at, std::string why) {
-            if (trimmed_since(*st, base, nowait)) {
+            if (auto t = trimmed_since(*st, base, nowait)) {
                 // A trim cut the file this read held open: everything in it is below the
                 // first retained offset now.
-                return tl::unexpected<std::error_code>(make_error_code(errc::trimmed));
+                return tl::unexpected<std::error_code>(make_error_code(*t));
             }
             return corruption(errc::corrupt_segment,
                               {stream_id(st->id), fds_.path(k), p, offset(at), std::move(why)});
