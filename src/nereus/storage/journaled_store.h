@@ -437,7 +437,6 @@ private:
     std::uint64_t rate_bytes_ = 0;
     std::array<rate_point, kRateCommits> rate_ring_{};
     bool rate_fast_ = false;
-    bool rate_settled_ = false;
 
     std::thread committer_;
     std::thread checkpointer_;

@@ -146,10 +146,14 @@ result<bool> journaled_store::prepare_spare() {
             // not taken waits while a fast writer commits (fill_held_for_writer: looked at
             // again every kRateWindow, for a writer gone idle), and its pace starts afresh then
             // (no burst of the chunks "due" meanwhile beside the commits).
-            const bool held = !stopped() && !fill_taken_ && fill_held_for_writer();
-            while (!stopped() &&
-                   !(pos < fill_want_end_ && (fill_taken_ || !fill_held_for_writer()))) {
-                if (!fill_taken_ && fill_held_for_writer()) {
+            bool held = false;
+            while (!stopped()) {
+                const bool hold = !fill_taken_ && fill_held_for_writer();
+                if (pos < fill_want_end_ && !hold) {
+                    break;
+                }
+                held = held || hold;
+                if (hold) {
                     prep_cv_.wait_for(lock, kRateWindow);
                 } else {
                     prep_cv_.wait(lock);
@@ -366,8 +370,6 @@ void journaled_store::record_commit_rate(std::chrono::steady_clock::time_point a
     ++rate_commits_;
     const bool was_fast = rate_fast_;
     rate_fast_ = commit_rate_fast();
-    rate_settled_ =
-        rate_commits_ >= 2 && at - rate_ring_[(rate_commits_ - 2) % kRateCommits].at <= kRateWindow;
     if (rate_fast_ != was_fast) {
         {
             const std::lock_guard lock(prep_mu_);
@@ -378,8 +380,12 @@ void journaled_store::record_commit_rate(std::chrono::steady_clock::time_point a
 }
 
 bool journaled_store::writing_slow(std::chrono::steady_clock::time_point now) const {
-    return rate_settled_ && !rate_fast_ &&
-           now - rate_ring_[(rate_commits_ - 1) % kRateCommits].at <= kRateWindow;
+    if (rate_fast_ || rate_commits_ < 2) {
+        return false;
+    }
+    const auto newest = rate_ring_[(rate_commits_ - 1) % kRateCommits].at;
+    const auto before = rate_ring_[(rate_commits_ - 2) % kRateCommits].at;
+    return newest - before <= kRateWindow && now - newest <= kRateWindow;
 }
 
 bool journaled_store::commit_rate_fast() const {

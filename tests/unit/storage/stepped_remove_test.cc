@@ -113,6 +113,12 @@ void append_all(stream_store& s) {
     }
 }
 
+void expect_clean(file_system& fs) {
+    auto rep = verify(fs, "/db");
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+}
+
 void expect_all(stream_store& s) {
     auto all = read_all(s, stream_id(1));
     ASSERT_EQ(all.size(), kRecords);
@@ -143,9 +149,7 @@ TEST(SteppedRemove, JournalFilesBehindACheckpointAreCutFromTheEndThenRemoved) {
         // A full file is a little over 3 MiB (the roll comes after the block that crosses it).
         EXPECT_EQ(it->second, (std::vector<std::uint64_t>{3 * kMiB, 2 * kMiB, kMiB}));
     }
-    auto rep = verify(*fs, "/db");
-    ASSERT_TRUE(rep);
-    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    expect_clean(*fs);
     s = open_store(fs, "/db", remove_options());
     ASSERT_NE(s, nullptr);
     expect_all(*s);
@@ -168,9 +172,7 @@ TEST(SteppedRemove, AJournalFileLeftCutShortIsNeverRead) {
     ASSERT_NE(s, nullptr);
     expect_all(*s);
     ASSERT_TRUE(s->close());
-    auto rep = verify(*fs, "/db");
-    ASSERT_TRUE(rep);
-    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    expect_clean(*fs);
 }
 
 // Holds the first read of a segment file after arm(), until release().
@@ -281,9 +283,7 @@ TEST(SteppedRemove, ATrimRenamesASegmentThenCutsAndRemovesIt) {
     ASSERT_EQ(rest.size(), kRecords - bases[2]);
     EXPECT_EQ(rest.front(), payload(1, bases[2], kPayload));
     ASSERT_TRUE(s->close());
-    auto rep = verify(*fs, "/db");
-    ASSERT_TRUE(rep);
-    EXPECT_TRUE(rep->issues.empty()) << rep->issues[0].to_string();
+    expect_clean(*fs);
 }
 
 // The removal fails after the rename is durable: `<name>.trimmed` stays, whole. The stream's
