@@ -241,7 +241,8 @@ store_stats journaled_store::stats() const {
             stat_segment_rolls_.load(),     stat_journal_rolls_.load(),
             stat_prepared_journals_.load(), stat_spares_skipped_.load(),
             stat_leader_commits_.load(),    stat_partial_spares_.load(),
-            stat_fill_stops_.load(),        stat_partial_spares_passed_.load()};
+            stat_fill_stops_.load(),        stat_partial_spares_passed_.load(),
+            stat_spares_asked_.load()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {

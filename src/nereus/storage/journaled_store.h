@@ -457,6 +457,7 @@ private:
     std::atomic<std::uint64_t> stat_partial_spares_{0};
     std::atomic<std::uint64_t> stat_fill_stops_{0};
     std::atomic<std::uint64_t> stat_partial_spares_passed_{0};
+    std::atomic<std::uint64_t> stat_spares_asked_{0};
 };
 
 }  // namespace nereus::storage

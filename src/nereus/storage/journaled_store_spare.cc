@@ -27,6 +27,7 @@ void journaled_store::request_spare() {
         }
         prep_wanted_ = true;
     }
+    stat_spares_asked_.fetch_add(1, std::memory_order_relaxed);
     prep_cv_.notify_one();
 }
 

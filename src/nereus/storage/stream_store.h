@@ -50,6 +50,8 @@ struct store_stats {
                                    // fast writes, a roll)
     std::uint64_t partial_spares_passed = 0;  // rolls that left a spare being filled alone
                                               // (fast writes) and created an empty file
+    std::uint64_t spares_asked = 0;  // spares asked of the preparer (counted before the commit
+                                     // that asked returns)
 
     // Field-wise sum (several logs' counters); a new field is added here too.
     store_stats& operator+=(const store_stats& o) {
@@ -65,6 +67,7 @@ struct store_stats {
         partial_spares += o.partial_spares;
         fill_stops += o.fill_stops;
         partial_spares_passed += o.partial_spares_passed;
+        spares_asked += o.spares_asked;
         return *this;
     }
 };

@@ -103,8 +103,12 @@ private:
                     if (!g_->cv_.wait_for(l, *g_->hold_, may)) {
                         ++g_->allowed_;  // held long enough: this sync passes
                     }
-                } else {
-                    g_->cv_.wait(l, may);
+                } else if (!g_->cv_.wait_for(l, std::chrono::seconds(60), may)) {
+                    // Bounded: a test that failed with a sync held still ends (the store's
+                    // close waits for its preparer).
+                    ADD_FAILURE() << "a fill sync was held for 60 s";
+                    g_->allowed_ = UINT64_MAX;
+                    g_->cv_.notify_all();
                 }
                 --g_->waiting_;
                 ++g_->synced_;
@@ -166,6 +170,15 @@ protected:
             ASSERT_NO_FATAL_FAILURE(append(s));
         }
         ASSERT_GE(s.stats().partial_spares, 1U) << "no switch to a spare being filled";
+    }
+    // A slow writer asks for a spare: appends slowly until a commit asked for one, then waits
+    // (in real time, bounded) until the preparer's next sync is held at the gate. No append is
+    // made while the preparer starts, so the active file cannot fill meanwhile, however slow
+    // the machine.
+    void slow_until_asked_and_held(stream_store& s, fill_gate& gate) {
+        const auto asked = s.stats().spares_asked;
+        ASSERT_NO_FATAL_FAILURE(slow_until(s, [&] { return s.stats().spares_asked > asked; }));
+        ASSERT_TRUE(gate.wait_for_waiter());
     }
     // Appends one record per 100 ms of the rate clock (a slow writer) until done() (bounded).
     template <class Done>
@@ -333,7 +346,7 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
         ASSERT_TRUE(s->create_stream(stream_id(1)));
         // The open found no spare; the slow writer asks for one, which completes while no
         // commit runs, and the next commit switches to it.
-        ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+        ASSERT_NO_FATAL_FAILURE(slow_until_asked_and_held(*s, *gate));
         gate->allow(kChunks);
         ASSERT_NO_FATAL_FAILURE(wait_for([&] { return exists("/db/journal/spare"); }));
         ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return s->stats().prepared_journals == 1; }));
@@ -341,7 +354,7 @@ TEST_F(PartialSpare, AFastRollPassesASpareBeingFilledAndASlowWriterTakesIt) {
         const std::string prepared = last_journal();
         // Half way through the prepared file the next spare is asked for; its first chunk is
         // synced, its second held: a spare being filled, usable by a slow writer.
-        ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+        ASSERT_NO_FATAL_FAILURE(slow_until_asked_and_held(*s, *gate));
         gate->allow(kChunks + 1);
         ASSERT_NO_FATAL_FAILURE(
             wait_for([&] { return gate->syncs_of(1) == 1 && gate->has_waiter(); }));
@@ -423,7 +436,7 @@ TEST_F(PartialSpare, ARollEarlyInABurstAfterAnIdleGapPassesASpareBeingFilled) {
     const std::uint64_t block = s->stats().journal_bytes - before;
     ASSERT_GT(block, 0U);
     // The open found no spare; the slow writer asks for one and switches to it when complete.
-    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    ASSERT_NO_FATAL_FAILURE(slow_until_asked_and_held(*s, *gate));
     gate->allow(kChunks);
     ASSERT_NO_FATAL_FAILURE(wait_for([&] { return exists("/db/journal/spare"); }));
     std::uint64_t file_start = 0;  // journal bytes before the commit that switched to the spare
@@ -436,7 +449,7 @@ TEST_F(PartialSpare, ARollEarlyInABurstAfterAnIdleGapPassesASpareBeingFilled) {
         return false;
     }));
     // Half way the next spare is asked for: its first chunk synced, its second held.
-    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    ASSERT_NO_FATAL_FAILURE(slow_until_asked_and_held(*s, *gate));
     gate->allow(kChunks + 1);
     ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(1) == 1 && gate->has_waiter(); }));
     // Slow on until fewer than 10 blocks fit in the active file.
@@ -486,7 +499,7 @@ TEST_F(PartialSpare, ASpareHeldForAFastWriterIsFilledWhileTheWriterIsIdle) {
     ASSERT_NE(s, nullptr);
     ASSERT_TRUE(s->create_stream(stream_id(1)));
     // The slow writer asks for a spare; the gate holds its first chunk's sync.
-    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    ASSERT_NO_FATAL_FAILURE(slow_until_asked_and_held(*s, *gate));
     // Fast (the clock stands still): the first chunk completes, then the fill waits although
     // the gate would let the whole file through.
     for (int i = 0; i < 40; ++i) {
@@ -528,7 +541,7 @@ TEST_F(PartialSpare, TheFirstCommitAfterAnIdleGapDoesNotTakeASpareBeingFilled) {
     ASSERT_NE(s, nullptr);
     ASSERT_TRUE(s->create_stream(stream_id(1)));
     // The slow writer asks for a spare; its first chunk is held, then synced, its second held.
-    ASSERT_NO_FATAL_FAILURE(slow_until(*s, [&] { return gate->has_waiter(); }));
+    ASSERT_NO_FATAL_FAILURE(slow_until_asked_and_held(*s, *gate));
     g_rate_now_ns.fetch_add(10'000'000'000);  // idle for 10 s
     gate->allow(1);
     ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(0) == 1 && gate->has_waiter(); }));
@@ -580,11 +593,12 @@ TEST_F(PartialSpare, AFailedFillBeforeTheTakeLeavesNoUsableSpare) {
     ASSERT_TRUE(s->create_stream(stream_id(1)));
     // The spare is asked for once the unprepared file holds half its size: its first sync
     // is then held.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!gate->has_waiter() && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 5000 && s->stats().spares_asked == 0; ++i) {
         ASSERT_NO_FATAL_FAILURE(append(*s));
     }
-    ASSERT_TRUE(gate->has_waiter());
+    ASSERT_EQ(s->stats().spares_asked, 1U);
+    ASSERT_TRUE(gate->wait_for_waiter());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     // Its second chunk's write (and every retry's) fails; the first chunk's sync passes.
     fs_->fail_writes(std::string(format::kSpareJournalTmpName), std::errc::no_space_on_device, 0,
                      1 << 20);

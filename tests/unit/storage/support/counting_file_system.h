@@ -9,7 +9,10 @@
 
 #include "nereus/base/forwarding_file_system.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -48,10 +51,12 @@ public:
         }
         cv_.notify_all();
     }
-    // Waits until a journal sync is blocked at the gate.
+    // Waits (bounded: 60 s) until a journal sync is blocked at the gate.
     void wait_for_gate_waiter() {
         std::unique_lock l(mu_);
-        cv_.wait(l, [&] { return gate_waiters_ > 0; });
+        if (!cv_.wait_for(l, std::chrono::seconds(60), [&] { return gate_waiters_ > 0; })) {
+            ADD_FAILURE() << "no sync reached the gate in 60 s";
+        }
     }
     void reset_peak() { peak_open_files.store(open_files.load()); }
 
@@ -103,7 +108,12 @@ private:
         }
         ++gate_waiters_;
         cv_.notify_all();
-        cv_.wait(l, [&] { return gate_open_; });
+        // Bounded: a test that failed with the gate closed still ends.
+        if (!cv_.wait_for(l, std::chrono::seconds(60), [&] { return gate_open_; })) {
+            ADD_FAILURE() << "a sync was held at the gate for 60 s";
+            gate_open_ = true;
+            cv_.notify_all();
+        }
         --gate_waiters_;
     }
 
