@@ -245,10 +245,10 @@ private:
     // --- reads (journaled_store_read.cc) ---
     result<void> load_index(stream_state& st, std::uint64_t base);
     // A reader found segment `base` shorter than its records: errc::trimmed if a trim removed
-    // it meanwhile (the reader held it open while it was cut: remove_in_steps.h), not
-    // corruption; errc::would_block if `nowait` and view_mu is busy; nullopt otherwise (the
-    // segment is damaged).
-    [[nodiscard]] static std::optional<errc> trimmed_since(stream_state& st,
+    // it meanwhile, errc::unknown_stream if the stream was deleted meanwhile (the reader held
+    // it open while it was cut: remove_in_steps.h), not corruption; errc::would_block if
+    // `nowait` and view_mu is busy; nullopt otherwise (the segment is damaged).
+    [[nodiscard]] static std::optional<errc> removed_since(stream_state& st,
                                                            std::uint64_t base,
                                                            bool nowait);
     // read() and read_nowait(): with `nowait`, errc::would_block instead of opening a file,

@@ -71,9 +71,12 @@ result<void> journaled_store::remove_stream_dir(const std::string& d) {
         return error(names.error());
     }
     // The tombstone goes last, so an interrupted removal is finished by the next recovery.
+    // Files are cut in steps before their unlink (remove_in_steps.h: unlinking a full segment
+    // stalls the journal's commits for 20-25 ms); nothing reads them any more but a reader of a
+    // deleted stream that held one open, and that reader answers unknown_stream.
     for (const auto& n : *names) {
         if (n != format::kTombstoneName) {
-            NEREUS_TRY(fs_->remove(path_join(d, n)));
+            NEREUS_TRY(remove_in_steps(*fs_, path_join(d, n)));
         }
     }
     for (const auto& n : *names) {
@@ -116,6 +119,10 @@ result<void> journaled_store::delete_stream(stream_id id) {
         }
     }
     NEREUS_TRY(fs_->sync_dir(d));  // from here on, recovery finishes the deletion
+    {
+        const std::lock_guard lock(st->view_mu);  // a reader cut short: unknown_stream
+        st->deleted = true;
+    }
     fds_.evict_stream(id.value());
     NEREUS_TRY(remove_stream_dir(d));
     // Move the checkpoint past the stream's journal records, so a re-created stream with the
@@ -165,7 +172,7 @@ result<offset> journaled_store::trim(stream_id id, offset floor) {
         // Renamed out of the segment names (durable with the directory sync), then cut in steps
         // and unlinked (remove_in_steps.h: a 64 MiB unlink stalls the journal's commits). A
         // reader that still holds it open and reads it short answers errc::trimmed
-        // (trimmed_since); a crash after the sync leaves `<name>.trimmed`, removed at open.
+        // (removed_since); a crash after the sync leaves `<name>.trimmed`, removed at open.
         const std::string path = fds_.path(key(*st, base));
         const std::string cut = path + format::kTrimmedSuffix;
         auto renamed = fs_->rename(path, cut);

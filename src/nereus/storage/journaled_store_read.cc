@@ -11,12 +11,15 @@
 
 namespace nereus::storage {
 
-std::optional<errc> journaled_store::trimmed_since(stream_state& st,
+std::optional<errc> journaled_store::removed_since(stream_state& st,
                                                    std::uint64_t base,
                                                    bool nowait) {
     std::unique_lock lock(st.view_mu, std::defer_lock);
     if (!(nowait ? lock.try_lock() : (lock.lock(), true))) {
         return errc::would_block;  // asked again by the blocking read
+    }
+    if (st.deleted) {
+        return errc::unknown_stream;
     }
     return base < st.first ? std::optional<errc>(errc::trimmed) : std::nullopt;
 }
@@ -47,7 +50,7 @@ result<void> journaled_store::load_index(stream_state& st, std::uint64_t base) {
     const bool whole_file = bytes == kUnknownSize;
     if (!scan->clean() || scan->end_offset != expected_end ||
         scan->valid_bytes != (whole_file ? scan->file_bytes : bytes)) {
-        if (auto t = trimmed_since(st, base, false)) {
+        if (auto t = removed_since(st, base, false)) {
             return error(*t);  // cut while this scan held it open
         }
         std::string reason =
@@ -228,9 +231,9 @@ result<read_batch> journaled_store::read_impl(
             return true;
         };
         auto damaged = [&](std::uint64_t p, std::uint64_t at, std::string why) {
-            if (auto t = trimmed_since(*st, base, nowait)) {
-                // A trim cut the file this read held open: everything in it is below the
-                // first retained offset now.
+            if (auto t = removed_since(*st, base, nowait)) {
+                // A trim or a delete cut the file this read held open: everything in it is
+                // below the first retained offset now, or the stream is gone.
                 return tl::unexpected<std::error_code>(make_error_code(*t));
             }
             return corruption(errc::corrupt_segment,

@@ -24,10 +24,11 @@ inline constexpr std::uint64_t kRemoveStepBytes = 1ULL << 20;
 // named `path` (the caller's recovery must treat it as garbage). Not durable: the caller syncs
 // the directory if the removal must be. Thread-safe as `fs` is.
 //
-// Used for journal files behind a durable checkpoint (only recovery reads journal files), and
-// for segments removed by a trim: those are renamed out of the segment names first, and a
-// reader that held one open and reads it short answers errc::trimmed, not corruption
-// (journaled_store::trimmed_since).
+// Used for journal files behind a durable checkpoint (only recovery reads journal files), for
+// segments removed by a trim (renamed out of the segment names first) and for a deleted
+// stream's files (after its tombstone is durable). A reader that held one of those open and
+// reads it short answers errc::trimmed or errc::unknown_stream, not corruption
+// (journaled_store::removed_since).
 [[nodiscard]] result<void> remove_in_steps(file_system& fs, const std::string& path);
 
 }  // namespace nereus::storage

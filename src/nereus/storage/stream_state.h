@@ -6,7 +6,8 @@
 // Ownership: owned by journaled_store (shared with in-flight reads).
 // Thread-safety: mixed, per field group as annotated below:
 //   - `next_offset`: guarded by the store's queue mutex (offset assignment).
-//   - `segments`, `first`, `end`: guarded by `view_mu` (readers, committer publishes, trim).
+//   - `segments`, `first`, `end`, `deleted`: guarded by `view_mu` (readers, committer
+//     publishes, trim, delete).
 //   - `trim_unsynced`: guarded by the store's admin mutex.
 //   - the "writer" fields: committer thread only (or recovery before it starts).
 
@@ -51,6 +52,9 @@ struct stream_state {
     std::deque<segment_view> segments;
     std::uint64_t first = 0;
     std::uint64_t end = 0;
+    // Set by delete_stream once the stream's removal is durable (its tombstone), before its
+    // files are cut: a reader holding one open that reads it short answers unknown_stream.
+    bool deleted = false;
 
     // Guarded by the store's admin mutex: a trim removed a segment file but the directory sync
     // that makes the removal durable failed; the next trim syncs before it reports success.

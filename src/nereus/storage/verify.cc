@@ -144,6 +144,13 @@ result<verify_report> verify(file_system& fs, const std::string& dir) {
                 return error(entries.error());
             }
             ++rep.streams;
+            if (std::find(entries->begin(), entries->end(), format::kTombstoneName) !=
+                entries->end()) {
+                // An interrupted delete_stream: its files may be cut; the open removes them.
+                rep.issues.push_back({sev::repairable, stream_id(sid), d, 0, std::nullopt,
+                                      "stream being deleted (its removal is finished at open)"});
+                continue;
+            }
             const auto segs = sorted_names(*entries, &format::parse_segment_file_name);
             for (std::size_t i = 0; i < segs.size(); ++i) {
                 const std::string path = path_join(d, segs[i].second);

@@ -20,7 +20,8 @@ namespace nereus::storage {
 struct verify_issue {
     enum class severity {
         corrupt,     // recovery refuses to open the store (or a read fails) because of this
-        repairable,  // a torn tail that recovery truncates (and refills from the journal)
+        repairable,  // what recovery repairs: a torn tail it truncates (and refills from the
+                     // journal), a deletion it finishes
     };
     severity level = severity::corrupt;
     std::optional<stream_id> stream;

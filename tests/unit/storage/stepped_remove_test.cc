@@ -1,8 +1,9 @@
 // Large files that nothing reads any more are cut from their end in 1 MiB steps before they are
 // unlinked (remove_in_steps.h: a large file's unlink held concurrent O_DSYNC commits for 22-25 ms
-// on ext4): journal files behind a durable checkpoint, and segments removed by a trim (renamed
-// `<name>.trimmed` first). A failure or crash part way leaves garbage that recovery never reads
-// and removes; a reader that held a trimmed segment open gets errc::trimmed, not corruption.
+// on ext4): journal files behind a durable checkpoint, segments removed by a trim (renamed
+// `<name>.trimmed` first) and a deleted stream's files (after its tombstone). A failure or crash
+// part way leaves garbage that recovery never reads and removes; a reader that held a removed
+// segment open gets errc::trimmed or errc::unknown_stream, not corruption.
 
 #include "nereus/base/fault_file_system.h"
 #include "nereus/base/forwarding_file_system.h"
@@ -255,6 +256,12 @@ std::vector<std::uint64_t> segment_bases(file_system& fs) {
     return bases;
 }
 
+constexpr const char* kStreamDir = "/db/streams/0000000000000001";
+
+std::string stream_file(const std::string& name) {
+    return std::string(kStreamDir) + "/" + name;
+}
+
 TEST(SteppedRemove, ATrimRenamesASegmentThenCutsAndRemovesIt) {
     auto fs = std::make_shared<fault_file_system>();
     auto rec = std::make_shared<cut_recorder>(fs);
@@ -337,6 +344,78 @@ TEST(SteppedRemove, AReaderHoldingATrimmedSegmentGetsTrimmedNotCorruption) {
     ASSERT_FALSE(*got) << "read " << (*got)->size() << " entries of a cut segment";
     EXPECT_EQ(got->error(), make_error_code(errc::trimmed)) << got->error().message();
     EXPECT_FALSE(s->last_corruption().has_value());
+}
+
+// delete_stream cuts the stream's segments in steps before it unlinks them; a read that held a
+// segment open (stopped in its pread) reads it short and answers unknown_stream, not a corrupt
+// segment. The deletion is durable: a reopen finds no stream and nothing left on disk.
+TEST(SteppedRemove, ADeleteCutsTheSegmentsAndAReaderHoldingOneGetsUnknownStream) {
+    auto fs = std::make_shared<fault_file_system>();
+    auto rec = std::make_shared<cut_recorder>(fs);
+    auto gate = std::make_shared<read_gate>(rec);
+    auto s = open_store(gate, "/db", trim_options());
+    ASSERT_NE(s, nullptr);
+    ASSERT_NO_FATAL_FAILURE(append_all(*s));
+    const auto bases = segment_bases(*fs);
+    ASSERT_GE(bases.size(), 2U);
+    ASSERT_GE(bases[1], 40U);
+    ASSERT_NO_FATAL_FAILURE(expect_all(*s));  // builds the segments' indexes
+    gate->arm();
+    std::optional<result<read_batch>> got;
+    std::thread reader([&] { got = s->read(stream_id(1), offset(35), 4, 1 << 20); });
+    ASSERT_TRUE(gate->wait_for_reader());
+    auto deleted = s->delete_stream(stream_id(1));
+    gate->release();
+    reader.join();
+    ASSERT_TRUE(deleted) << deleted.error().message();
+    ASSERT_TRUE(got.has_value());
+    ASSERT_FALSE(*got) << "read " << (*got)->size() << " entries of a deleted stream";
+    EXPECT_EQ(got->error(), make_error_code(errc::unknown_stream)) << got->error().message();
+    EXPECT_FALSE(s->last_corruption().has_value());
+    const auto cuts = rec->cuts();
+    const auto first = cuts.find(stream_file(format::segment_file_name(bases[0])));
+    ASSERT_NE(first, cuts.end()) << "a full segment unlinked whole";
+    EXPECT_EQ(first->second, (std::vector<std::uint64_t>{3 * kMiB, 2 * kMiB, kMiB}));
+    ASSERT_TRUE(s->close());
+    s = open_store(fs, "/db", trim_options());
+    ASSERT_NE(s, nullptr);
+    EXPECT_TRUE(s->list_streams().empty());
+    EXPECT_FALSE(*fs->exists(kStreamDir));
+    ASSERT_TRUE(s->close());
+    expect_clean(*fs);
+}
+
+// A deletion that fails after its tombstone is durable and its first file is cut short: the
+// stream is gone for readers, verify reports the directory as a removal the open finishes (not
+// a corrupt segment), and the open finishes it.
+TEST(SteppedRemove, ADeleteInterruptedAfterACutIsRepairableAndFinishedAtOpen) {
+    auto fs = std::make_shared<fault_file_system>();
+    auto rec = std::make_shared<cut_recorder>(fs, 1);
+    auto s = open_store(rec, "/db", trim_options());
+    ASSERT_NE(s, nullptr);
+    ASSERT_NO_FATAL_FAILURE(append_all(*s));
+    ASSERT_FALSE(s->delete_stream(stream_id(1))) << "the second cut fails";
+    ASSERT_EQ(rec->cuts().size(), 1U);
+    auto gone = s->read(stream_id(1), offset(0), 1, 1 << 20);
+    ASSERT_FALSE(gone);
+    EXPECT_EQ(gone.error(), make_error_code(errc::unknown_stream));
+    fs->crash_now();
+    s.reset();
+    fs->process_crash();
+    {
+        auto rep = verify(*fs, "/db");
+        ASSERT_TRUE(rep);
+        EXPECT_TRUE(rep->ok()) << rep->issues[0].to_string();
+        ASSERT_EQ(rep->issues.size(), 1U);
+        EXPECT_EQ(rep->issues[0].level, verify_issue::severity::repairable);
+        EXPECT_EQ(rep->issues[0].file, kStreamDir);
+    }
+    s = open_store(fs, "/db", trim_options());
+    ASSERT_NE(s, nullptr);
+    EXPECT_TRUE(s->list_streams().empty());
+    EXPECT_FALSE(*fs->exists(kStreamDir));
+    ASSERT_TRUE(s->close());
+    expect_clean(*fs);
 }
 
 }  // namespace
