@@ -176,11 +176,25 @@ result<bool> journaled_store::prepare_spare() {
         }
         // Never below the durable fill end, where the committer may write once it is taken.
         const auto n = std::min<std::uint64_t>(zeros.size(), opts_.journal_max_bytes - pos);
+        // Per chunk, at trace level: when the fill wrote beside the commits, and for how long
+        // (to attribute a commit latency tail to it or not: doc/perf.md, session 14).
+        const bool trace = storage_log().should_log(spdlog::level::trace);
+        const auto c0 =
+            trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         if (auto r = f->write_at(pos, bytes_view(zeros.data(), n)); !r) {
             return abandon(r.error());
         }
+        const auto c1 = trace ? std::chrono::steady_clock::now() : c0;
         if (auto r = f->sync(); !r) {
             return abandon(r.error());
+        }
+        if (trace) {
+            const auto us = [](auto d) {
+                return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+            };
+            NEREUS_LOG(storage_log(), trace,
+                       "journal fill chunk pos={} bytes={} taken={} write_us={} sync_us={}", pos, n,
+                       taken, us(c1 - c0), us(std::chrono::steady_clock::now() - c1));
         }
         pos += n;
         const std::lock_guard lock(prep_mu_);
