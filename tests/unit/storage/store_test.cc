@@ -322,15 +322,22 @@ TEST_F(StreamStore, DirectJournalWritesOnTheRealFileSystem) {
     const stream_id id(3);
     ASSERT_TRUE(s->create_stream(id));
     std::vector<std::size_t> sizes;
+    // Until (after 200 appends, and the second prepared file) an append has just switched to a
+    // prepared file: that file is then the active one. (Ending on the count alone raced with the
+    // preparer: on a slow machine the active file was often an empty one created by a roll
+    // that found no spare ready.)
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while ((s->stats().prepared_journals < 2 || sizes.size() < 200) &&
-           std::chrono::steady_clock::now() < deadline) {
+    bool switched = false;
+    while (!switched && std::chrono::steady_clock::now() < deadline) {
+        const std::uint64_t prepared = s->stats().prepared_journals;
         const std::size_t n = sizes.size() == 150 ? 300000 : sizes.size() * 397 % 2900;
         auto r = s->append_sync(id, payload(3, sizes.size(), n));
         ASSERT_TRUE(r) << r.error().message();
         sizes.push_back(n);
+        const std::uint64_t now = s->stats().prepared_journals;
+        switched = sizes.size() >= 200 && now >= 2 && now > prepared;
     }
-    ASSERT_GE(s->stats().prepared_journals, 2U);
+    ASSERT_TRUE(switched) << "no switch to a prepared journal file in 60 s";
     // The active journal file's descriptor has O_DIRECT, where the file system has it.
     const std::string probe = dir_.path() + "/direct-probe";
     const int pfd = ::open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
