@@ -333,8 +333,7 @@ std::string metrics_text(admin_context& ctx) {
                 "empty file.",
                 log->partial_spares_passed);
         counter("nereus_log_spares_skipped_total",
-                "Journal files written with no spare prepared (fast writes).",
-                log->spares_skipped);
+                "Journal files written with no spare prepared (fast writes).", log->spares_skipped);
         counter("nereus_log_spares_asked_total",
                 "Prepared spares asked of the journal's preparer thread.", log->spares_asked);
     }

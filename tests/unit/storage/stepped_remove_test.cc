@@ -319,6 +319,30 @@ TEST(SteppedRemove, ATrimmedSegmentLeftBehindIsRemovedAtOpen) {
     EXPECT_EQ(rest.back(), payload(1, kRecords - 1, kPayload));
 }
 
+// Appends every record and reads them all back (which builds the segments' indexes); `bases`
+// gets the segment bases, at least two, the second past record 40.
+void append_indexed(stream_store& s, file_system& fs, std::vector<std::uint64_t>& bases) {
+    ASSERT_NO_FATAL_FAILURE(append_all(s));
+    bases = segment_bases(fs);
+    ASSERT_GE(bases.size(), 2U);
+    ASSERT_GE(bases[1], 40U);
+    ASSERT_NO_FATAL_FAILURE(expect_all(s));
+}
+
+// Runs `during` while a read of records 35.. of segment 0 (past its first MiB, which the last cut
+// leaves) is stopped in its pread; returns what the read answered.
+template <class During>
+result<read_batch> read_held_during(stream_store& s, read_gate& gate, During during) {
+    gate.arm();
+    std::optional<result<read_batch>> got;
+    std::thread reader([&] { got = s.read(stream_id(1), offset(35), 4, 1 << 20); });
+    EXPECT_TRUE(gate.wait_for_reader());
+    during();
+    gate.release();
+    reader.join();
+    return std::move(*got);
+}
+
 // A read holds the oldest segment open (stopped in its pread) while a trim removes it: the cut
 // file reads short, and the answer is errc::trimmed, not a corrupt segment.
 TEST(SteppedRemove, AReaderHoldingATrimmedSegmentGetsTrimmedNotCorruption) {
@@ -326,23 +350,14 @@ TEST(SteppedRemove, AReaderHoldingATrimmedSegmentGetsTrimmedNotCorruption) {
     auto gate = std::make_shared<read_gate>(fs);
     auto s = open_store(gate, "/db", trim_options());
     ASSERT_NE(s, nullptr);
-    ASSERT_NO_FATAL_FAILURE(append_all(*s));
-    const auto bases = segment_bases(*fs);
-    ASSERT_GE(bases.size(), 2U);
-    ASSERT_GE(bases[1], 40U);
-    ASSERT_NO_FATAL_FAILURE(expect_all(*s));  // builds the segments' indexes
-    // Record 35 of segment 0 lies past its first MiB, which the last cut leaves.
-    gate->arm();
-    std::optional<result<read_batch>> got;
-    std::thread reader([&] { got = s->read(stream_id(1), offset(35), 4, 1 << 20); });
-    ASSERT_TRUE(gate->wait_for_reader());
-    auto first = s->trim(stream_id(1), offset(bases[1]));
-    gate->release();
-    reader.join();
-    ASSERT_TRUE(first);
-    ASSERT_TRUE(got.has_value());
-    ASSERT_FALSE(*got) << "read " << (*got)->size() << " entries of a cut segment";
-    EXPECT_EQ(got->error(), make_error_code(errc::trimmed)) << got->error().message();
+    std::vector<std::uint64_t> bases;
+    ASSERT_NO_FATAL_FAILURE(append_indexed(*s, *fs, bases));
+    std::optional<result<offset>> first;
+    auto got =
+        read_held_during(*s, *gate, [&] { first = s->trim(stream_id(1), offset(bases[1])); });
+    ASSERT_TRUE(first && *first);
+    ASSERT_FALSE(got) << "read " << got->size() << " entries of a cut segment";
+    EXPECT_EQ(got.error(), make_error_code(errc::trimmed)) << got.error().message();
     EXPECT_FALSE(s->last_corruption().has_value());
 }
 
@@ -355,22 +370,13 @@ TEST(SteppedRemove, ADeleteCutsTheSegmentsAndAReaderHoldingOneGetsUnknownStream)
     auto gate = std::make_shared<read_gate>(rec);
     auto s = open_store(gate, "/db", trim_options());
     ASSERT_NE(s, nullptr);
-    ASSERT_NO_FATAL_FAILURE(append_all(*s));
-    const auto bases = segment_bases(*fs);
-    ASSERT_GE(bases.size(), 2U);
-    ASSERT_GE(bases[1], 40U);
-    ASSERT_NO_FATAL_FAILURE(expect_all(*s));  // builds the segments' indexes
-    gate->arm();
-    std::optional<result<read_batch>> got;
-    std::thread reader([&] { got = s->read(stream_id(1), offset(35), 4, 1 << 20); });
-    ASSERT_TRUE(gate->wait_for_reader());
-    auto deleted = s->delete_stream(stream_id(1));
-    gate->release();
-    reader.join();
-    ASSERT_TRUE(deleted) << deleted.error().message();
-    ASSERT_TRUE(got.has_value());
-    ASSERT_FALSE(*got) << "read " << (*got)->size() << " entries of a deleted stream";
-    EXPECT_EQ(got->error(), make_error_code(errc::unknown_stream)) << got->error().message();
+    std::vector<std::uint64_t> bases;
+    ASSERT_NO_FATAL_FAILURE(append_indexed(*s, *fs, bases));
+    std::optional<result<void>> deleted;
+    auto got = read_held_during(*s, *gate, [&] { deleted = s->delete_stream(stream_id(1)); });
+    ASSERT_TRUE(deleted && *deleted);
+    ASSERT_FALSE(got) << "read " << got->size() << " entries of a deleted stream";
+    EXPECT_EQ(got.error(), make_error_code(errc::unknown_stream)) << got.error().message();
     EXPECT_FALSE(s->last_corruption().has_value());
     const auto cuts = rec->cuts();
     const auto first = cuts.find(stream_file(format::segment_file_name(bases[0])));
