@@ -4,6 +4,7 @@
 
 #include "nereus/admin/errors.h"
 #include "nereus/admin/routes.h"
+#include "nereus/base/latency_histogram.h"
 #include "nereus/broker/partitioned_topics.h"
 
 #include <fmt/format.h>
@@ -336,6 +337,35 @@ std::string metrics_text(admin_context& ctx) {
                 "Journal files written with no spare prepared (fast writes).", log->spares_skipped);
         counter("nereus_log_spares_asked_total",
                 "Prepared spares asked of the journal's preparer thread.", log->spares_asked);
+        // Prometheus histograms (cumulative `le` buckets, in seconds), one row per bucket.
+        auto histogram = [&](std::string_view name, std::string_view help,
+                             const latency_histogram::counts& h) {
+            const auto labels = fmt::format("cluster=\"{}\"", ctx.cluster);
+            std::string rows;
+            std::uint64_t cumulative = 0;
+            for (std::size_t i = 0; i < latency_histogram::kBuckets; ++i) {
+                cumulative += h.buckets[i];
+                const std::string le =
+                    i < latency_histogram::kBoundsUs.size()
+                        ? fmt::format("{}",
+                                      static_cast<double>(latency_histogram::kBoundsUs[i]) / 1e6)
+                        : std::string("+Inf");
+                rows += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, cumulative);
+            }
+            rows +=
+                fmt::format("{}_sum{{{}}} {}\n", name, labels, static_cast<double>(h.sum_ns) / 1e9);
+            rows += fmt::format("{}_count{{{}}} {}\n", name, labels, cumulative);
+            family(name, "histogram", help, rows);
+        };
+        histogram("nereus_log_commit_wait_seconds",
+                  "Per journal block: from its group's first append to the start of its write.",
+                  log->commit_wait);
+        histogram("nereus_log_journal_write_seconds",
+                  "Per journal block: the durable write (O_DSYNC write, or write and fdatasync).",
+                  log->journal_write);
+        histogram("nereus_log_commit_apply_seconds",
+                  "Per journal block: from the end of its durable write to its last completion.",
+                  log->commit_apply);
     }
     return out;
 }

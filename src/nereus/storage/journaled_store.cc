@@ -242,7 +242,8 @@ store_stats journaled_store::stats() const {
             stat_prepared_journals_.load(), stat_spares_skipped_.load(),
             stat_leader_commits_.load(),    stat_partial_spares_.load(),
             stat_fill_stops_.load(),        stat_partial_spares_passed_.load(),
-            stat_spares_asked_.load()};
+            stat_spares_asked_.load(),      hist_commit_wait_.snapshot(),
+            hist_journal_write_.snapshot(), hist_commit_apply_.snapshot()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -323,6 +324,9 @@ void journaled_store::append(stream_id id,
         }
     }
     const std::uint64_t off = st->next_offset++;
+    if (pending_.appends.empty()) {
+        pending_.first_append = std::chrono::steady_clock::now();
+    }
     std::byte* p = pending_.bytes.extend(format::kJournalRecordPrefix + rec_len);
     const std::uint64_t rec_pos =
         static_cast<std::uint64_t>(p - pending_.bytes.data()) + format::kJournalRecordPrefix;
@@ -568,13 +572,15 @@ void journaled_store::commit_group(group& g) {
     format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()),
                          g.records_crc);
     const auto sync_start = std::chrono::steady_clock::now();
+    hist_commit_wait_.record(sync_start - g.first_append);
     // Durable when this returns: a direct write (O_DSYNC) of the block's pages, or a buffered
     // write and an fdatasync.
     auto r = journal_direct_ ? write_direct(block) : journal_->write_at(journal_pos_, block);
     if (r && !journal_direct_) {
         r = journal_->sync();
     }
-    last_sync_ = std::chrono::steady_clock::now() - sync_start;
+    const auto sync_end = std::chrono::steady_clock::now();
+    last_sync_ = sync_end - sync_start;
     last_group_appends_ = g.appends.size();
     if (!r) {
         // The block's state on disk is unknown: fail it and everything after (never retry a
@@ -604,6 +610,7 @@ void journaled_store::commit_group(group& g) {
     stat_commits_.fetch_add(1, std::memory_order_relaxed);
     stat_appends_.fetch_add(g.appends.size(), std::memory_order_relaxed);
     stat_journal_bytes_.fetch_add(block.size(), std::memory_order_relaxed);
+    hist_journal_write_.record(last_sync_);
 
     // Durable now. Copy each record into its stream's segment, grouped per stream.
     touched_.clear();
@@ -635,6 +642,7 @@ void journaled_store::commit_group(group& g) {
             a.done(offset(a.offset));
         }
     }
+    hist_commit_apply_.record(std::chrono::steady_clock::now() - sync_end);
     g.reset();
 }
 

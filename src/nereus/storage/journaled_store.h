@@ -129,6 +129,7 @@ private:
         std::vector<pending_append> appends;
         std::uint32_t records_crc =
             0;  // crc32c of bytes [kBlockHeaderSize, size), kept by append()
+        std::chrono::steady_clock::time_point first_append{};  // for the commit_wait histogram
         void reset() {
             bytes.resize(format::kBlockHeaderSize);
             appends.clear();
@@ -458,6 +459,9 @@ private:
     std::atomic<std::uint64_t> stat_fill_stops_{0};
     std::atomic<std::uint64_t> stat_partial_spares_passed_{0};
     std::atomic<std::uint64_t> stat_spares_asked_{0};
+    latency_histogram hist_commit_wait_;
+    latency_histogram hist_journal_write_;
+    latency_histogram hist_commit_apply_;
 };
 
 }  // namespace nereus::storage

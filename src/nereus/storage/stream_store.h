@@ -20,6 +20,7 @@
 //     append, and every read, fails; reopen to run recovery.
 
 #include "nereus/base/file_system.h"
+#include "nereus/base/latency_histogram.h"
 #include "nereus/base/result.h"
 #include "nereus/storage/append_completion.h"
 #include "nereus/storage/errc.h"
@@ -52,6 +53,14 @@ struct store_stats {
                                               // (fast writes) and created an empty file
     std::uint64_t spares_asked = 0;  // spares asked of the preparer (counted before the commit
                                      // that asked returns)
+    // Where a group's commit latency goes, per journal block: from the group's first append to
+    // the start of its journal write (the committer's wake-up and linger), the durable write
+    // itself (O_DSYNC write, or write + fdatasync), and from its end to the last completion
+    // (segment copies, end offsets, completions). An append's latency in the store is at most
+    // the sum of its group's three.
+    latency_histogram::counts commit_wait;
+    latency_histogram::counts journal_write;
+    latency_histogram::counts commit_apply;
 
     // Field-wise sum (several logs' counters); a new field is added here too.
     store_stats& operator+=(const store_stats& o) {
@@ -68,6 +77,9 @@ struct store_stats {
         fill_stops += o.fill_stops;
         partial_spares_passed += o.partial_spares_passed;
         spares_asked += o.spares_asked;
+        commit_wait += o.commit_wait;
+        journal_write += o.journal_write;
+        commit_apply += o.commit_apply;
         return *this;
     }
 };

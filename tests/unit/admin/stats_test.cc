@@ -135,6 +135,31 @@ TEST_F(AdminTest, MetricsCarryTheStreamLogCounters) {
         EXPECT_GE(metric(m, name), 0) << name;
     }
     EXPECT_NE(m.find("# TYPE nereus_log_syncs_total counter"), std::string::npos);
+    // The commit-latency histograms: one count per sync, cumulative buckets ending at +Inf.
+    const auto syncs = metric(m, "nereus_log_syncs_total");
+    for (const std::string name :
+         {"nereus_log_commit_wait_seconds", "nereus_log_journal_write_seconds",
+          "nereus_log_commit_apply_seconds"}) {
+        EXPECT_NE(m.find("# TYPE " + name + " histogram"), std::string::npos) << name;
+        const auto count = metric(m, name + "_count");
+        // commit_apply is recorded after the completions, so its last block may still be out.
+        EXPECT_GE(count, syncs - (name == "nereus_log_commit_apply_seconds" ? 1 : 0)) << name;
+        EXPECT_LE(count, syncs) << name;
+        const auto inf = name + "_bucket{cluster=\"standalone\",le=\"+Inf\"} ";
+        const auto at = m.find("\n" + inf);
+        ASSERT_NE(at, std::string::npos) << name;
+        EXPECT_EQ(std::stoll(m.substr(at + 1 + inf.size())), count) << name;
+        long long last = 0;
+        for (std::size_t pos = m.find("\n" + name + "_bucket{"); pos != std::string::npos;
+             pos = m.find("\n" + name + "_bucket{", pos + 1)) {
+            const auto v = std::stoll(m.substr(m.find("} ", pos) + 2));
+            EXPECT_GE(v, last) << name << " buckets must be cumulative";
+            last = v;
+        }
+        EXPECT_NE(m.find("\n" + name + "_bucket{cluster=\"standalone\",le=\"0.001\"} "),
+                  std::string::npos)
+            << m;
+    }
 }
 
 // Rates come from the last two samples of the counters (Pulsar's statsUpdateFrequencyInSecs).

@@ -12,6 +12,8 @@
 #include "support/payloads.h"
 #include "support/store_helpers.h"
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace nereus::storage {
 namespace {
@@ -66,6 +68,53 @@ TEST(GroupCommit, AppendsQueuedDuringACommitShareOneSync) {
     EXPECT_EQ(fs->journal_syncs.load() - before, 2U);  // one for the first, one for the 1,000
     EXPECT_EQ(fs->segment_syncs.load(), 0U);           // segments are synced by checkpoints only
     EXPECT_EQ(read_all(*s, stream_id(1)).size(), 1001U);
+}
+
+// The commit-latency histograms (store_stats, /metrics): one count per journal block in each,
+// and a group held behind a slow sync shows it in its wait; the held sync, in its write. Only
+// lower bounds are checked (a sleep guarantees them), never an upper one.
+TEST(GroupCommit, LatencyHistogramsCountEveryBlockAndShowAHeldSync) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    auto s = open_store(fs, "/db");
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    const store_stats before = s->stats();
+
+    fs->close_gate();
+    pending_counter pending;
+    pending.add(11);
+    auto done = [&](result<offset> r) {
+        EXPECT_TRUE(r);
+        pending.done();
+    };
+    s->append(stream_id(1), payload(1, 0, 100), done);
+    fs->wait_for_gate_waiter();  // the first group is inside its fdatasync
+    for (int i = 1; i <= 10; ++i) {
+        s->append(stream_id(1), payload(1, i, 100), done);  // the second group, waiting
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    fs->open_gate();
+    pending.wait();
+
+    // commit_apply is recorded after the completions: poll for it (bounded).
+    store_stats after = s->stats();
+    for (int i = 0; i < 500 && after.commit_apply.since(before.commit_apply).count < 2; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        after = s->stats();
+    }
+    const auto blocks = after.commits - before.commits;
+    EXPECT_EQ(blocks, 2U);
+    const auto wait = after.commit_wait.since(before.commit_wait);
+    const auto write = after.journal_write.since(before.journal_write);
+    const auto apply = after.commit_apply.since(before.commit_apply);
+    EXPECT_EQ(wait.count, blocks);
+    EXPECT_EQ(write.count, blocks);
+    EXPECT_EQ(apply.count, blocks);
+    // The held sync took ≥ 30 ms: its bucket is (20 ms, 50 ms] or above; so was the wait of the
+    // group queued behind it.
+    EXPECT_GE(write.quantile_bound_us(1.0), 50000U);
+    EXPECT_GE(wait.quantile_bound_us(1.0), 50000U);
+    EXPECT_GE(write.sum_ns, 30'000'000U);
 }
 
 TEST(GroupCommit, OneCommitCoversThousandsOfStreamsWithBoundedFiles) {
