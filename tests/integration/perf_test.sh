@@ -52,6 +52,9 @@ check_split() {
 }
 check_split unbatched
 check_split batched
+# The consumers on the producers' thread (--no-consumer-thread; the default gives them their own).
+run one_thread "sent=2000 receipted=2000 consumed=2000 distinct=2000 duplicates=0 errors=0" \
+    produce --num-messages 2000 --consume --size 100 --topics it-one-thread --no-consumer-thread
 # Two producers and two Shared consumers on one topic.
 run shared "sent=2000 receipted=2000 distinct=2000 errors=0" \
     produce --num-messages 2000 --consume --topics it-shared --producers 2 --consumers 2 \

@@ -95,6 +95,11 @@ void add_perf_options(CLI::App& cmd, perf_options& o, perf_mode mode) {
             ->check(CLI::Range(1, 1000));
         cmd.add_flag("--consume", o.consume,
                      "Also consume in this process (end-to-end latency, every message checked)");
+        cmd.add_flag("--consumer-thread,!--no-consumer-thread", o.consumer_thread,
+                     "With --consume: run the consumers on a thread of their own, so that "
+                     "receiving never delays a send or a receipt (as a separate consuming "
+                     "application; bench/'s peer load generators do the same)")
+            ->capture_default_str();
         cmd.add_option("--raw-baseline", o.raw_baseline_dir,
                        "Directory on the broker's --data-dir file system: measure the raw "
                        "group-commit fdatasync ceiling there (same record size, group = "

@@ -54,7 +54,8 @@ struct perf_options {
     bool defer_flow = false;
     std::uint32_t ack_group_max = 1000;  // ids per ACK frame (individual)
     double ack_group_ms = 100;
-    bool consume = false;  // produce: also consume in this process (end-to-end latency)
+    bool consume = false;         // produce: also consume in this process (end-to-end latency)
+    bool consumer_thread = true;  // produce --consume: the consumers on a thread of their own
     double report_interval = 5;
     double drain_timeout = 30;
     std::string raw_baseline_dir;  // non-empty: measure the raw fdatasync ceiling there

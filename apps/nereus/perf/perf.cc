@@ -7,6 +7,7 @@
 #include "apps/nereus/perf/stats.h"
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -15,7 +16,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <random>
+#include <thread>
 
 namespace nereus::app::perf {
 
@@ -67,39 +70,65 @@ std::chrono::nanoseconds to_ns(double seconds) {
     return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
 }
 
+// Threads: the session, the producers and the reporter run on `ioc`'s thread (the caller's).
+// `produce --consume` runs the consumers on a second thread of their own (consumer_ioc), as
+// a consuming application would be, so that receiving never delays a send or a receipt (the
+// peers' load generators in bench/ do the same); `--consumer-thread=false` keeps them on one
+// thread. The two threads share only: perf_stats (producers write the producer fields, the
+// consumers the consumer fields), the atomics below (hand-offs, release/acquire) and `start`
+// (written before `run_started`). Every consumer is touched by its thread alone.
 struct run_state {
     explicit run_state(perf_options opts) : o(std::move(opts)) {}
 
     perf_options o;
     asio::io_context ioc{1};
+    std::unique_ptr<asio::io_context> consumer_ioc;  // produce --consume on two threads
     perf_stats stats;
     std::vector<std::unique_ptr<producer>> producers;
     std::vector<std::unique_ptr<consumer>> consumers;
     asio::signal_set signals{ioc, SIGINT, SIGTERM};
     asio::steady_timer report_timer{ioc};
-    asio::steady_timer sleep_timer{ioc};
+    std::optional<asio::steady_timer> consumer_report_timer;  // on consumer_ioc
     bool producing = false;
     bool consuming = false;
-    bool stop = false;
-    bool finished = false;
+    std::atomic<bool> stop{false};
+    std::atomic<bool> finished{false};
     int running_producers = 0;
     steady::time_point start{};
     std::vector<std::string> errors;
+    // Two-thread hand-offs: the consumers are subscribed (consumers_failed then tells how), the
+    // run has started (`start` is set), the producers are done, the consumers are drained and
+    // closed (consumer_errors then holds their errors).
+    std::atomic<bool> consumers_ready{false};
+    std::atomic<bool> consumers_failed{false};
+    std::atomic<bool> run_started{false};
+    std::atomic<bool> producers_done{false};
+    std::atomic<bool> consumers_done{false};
+    std::atomic<bool> consumers_closing{false};  // ends the consumers' reporter
+    std::vector<std::string> consumer_errors;
+
+    bool consumer_thread() const { return consumer_ioc != nullptr; }
+    asio::io_context& consumers_context() { return consumer_thread() ? *consumer_ioc : ioc; }
 };
 
 // Completion handler of spawned coroutines: nothing should escape them (errors are values), but
 // if something does, the run fails with it instead of losing it.
-auto record_exception(run_state& s, const char* what) {
-    return [&s, what](const std::exception_ptr& e) {
+// `errors` is the list of the thread the coroutine runs on.
+auto record_exception(std::vector<std::string>& errors, const char* what) {
+    return [&errors, what](const std::exception_ptr& e) {
         if (!e) {
             return;
         }
         try {
             std::rethrow_exception(e);
         } catch (const std::exception& ex) {
-            s.errors.push_back(fmt::format("{} failed: {}", what, ex.what()));
+            errors.push_back(fmt::format("{} failed: {}", what, ex.what()));
         }
     };
+}
+
+auto record_exception(run_state& s, const char* what) {
+    return record_exception(s.errors, what);
 }
 
 void request_stop(run_state& s) {
@@ -109,21 +138,27 @@ void request_stop(run_state& s) {
     }
 }
 
-asio::awaitable<void> sleep_for(run_state& s, std::chrono::milliseconds d) {
-    s.sleep_timer.expires_after(d);
-    (void)co_await s.sleep_timer.async_wait(tok);
+// On the calling coroutine's own thread (either io_context).
+asio::awaitable<void> sleep_for(run_state&, std::chrono::milliseconds d) {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    t.expires_after(d);
+    (void)co_await t.async_wait(tok);
 }
 
-asio::awaitable<void> reporter(run_state& s) {
+// Prints one line per --report-interval with the producers' part (`pub`) and/or the
+// consumers' part (`cons`), each from its own thread when the consumers have one.
+// It ends once `done` is set and its timer cancelled.
+asio::awaitable<void> reporter(
+    run_state& s, asio::steady_timer& timer, const std::atomic<bool>& done, bool pub, bool cons) {
     auto last = s.start;
     std::uint64_t last_receipted = 0;
     std::uint64_t last_consumed = 0;
     std::uint64_t last_rbytes = 0;
     std::uint64_t last_cbytes = 0;
-    while (!s.finished) {
-        s.report_timer.expires_after(to_ns(s.o.report_interval));
-        (void)co_await s.report_timer.async_wait(tok);
-        if (s.finished) {
+    while (!done) {
+        timer.expires_after(to_ns(s.o.report_interval));
+        (void)co_await timer.async_wait(tok);
+        if (done) {
             break;
         }
         const auto now = steady::now();
@@ -133,7 +168,7 @@ asio::awaitable<void> reporter(run_state& s) {
         }
         auto& st = s.stats;
         std::string line = fmt::format("perf [{:7.1f}s]", seconds_between(s.start, now));
-        if (s.producing) {
+        if (pub) {
             std::uint64_t in_flight = 0;
             for (const auto& p : s.producers) {
                 in_flight += p->in_flight();
@@ -145,17 +180,21 @@ asio::awaitable<void> reporter(run_state& s) {
                 ms(st.publish_interval.percentile(0.5)), ms(st.publish_interval.percentile(0.99)),
                 in_flight);
         }
-        if (s.consuming) {
+        if (cons) {
             line += fmt::format(
-                "{} cons {:9.0f} msg/s {:7.2f} MB/s e2e p50 {:.3f} p99 {:.3f} ms",
-                s.producing ? " |" : "", static_cast<double>(st.consumed - last_consumed) / dt,
+                "{} cons {:9.0f} msg/s {:7.2f} MB/s e2e p50 {:.3f} p99 {:.3f} ms", pub ? " |" : "",
+                static_cast<double>(st.consumed - last_consumed) / dt,
                 static_cast<double>(st.consumed_bytes - last_cbytes) / dt / 1e6,
                 ms(st.e2e_interval.percentile(0.5)), ms(st.e2e_interval.percentile(0.99)));
         }
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
-        st.publish_interval.reset();
-        st.e2e_interval.reset();
+        if (pub) {
+            st.publish_interval.reset();
+        }
+        if (cons) {
+            st.e2e_interval.reset();
+        }
         last = now;
         last_receipted = st.receipted;
         last_consumed = st.consumed;
@@ -164,15 +203,19 @@ asio::awaitable<void> reporter(run_state& s) {
     }
 }
 
-void collect_errors(run_state& s) {
+void collect_producer_errors(run_state& s) {
     for (const auto& p : s.producers) {
         if (p->failed()) {
             s.errors.push_back(p->error_text());
         }
     }
+}
+
+// On the consumers' thread.
+void collect_consumer_errors(run_state& s, std::vector<std::string>& errors) {
     for (const auto& c : s.consumers) {
         if (c->failed()) {
-            s.errors.push_back(c->error_text());
+            errors.push_back(c->error_text());
         }
     }
 }
@@ -216,6 +259,117 @@ asio::awaitable<bool> open_parallel(run_state& s, std::vector<std::unique_ptr<Cl
     co_return !failed;
 }
 
+// Creates and subscribes the consumers (on the consumers' thread), then starts their flow.
+asio::awaitable<void> open_consumers(run_state& s) {
+    const auto& o = s.o;
+    for (std::size_t t = 0; t < o.topic_names.size(); ++t) {
+        for (std::uint32_t c = 0; c < o.consumers; ++c) {
+            consumer_config cc;
+            cc.topic = o.topic_names[t];
+            cc.subscription = o.subscription;
+            cc.name = fmt::format("perf-consumer-{}-{}", t, c);
+            cc.sub_type = o.sub_type;
+            cc.initial_position = o.initial_position;
+            cc.receiver_queue = o.receiver_queue;
+            cc.ack = o.ack_kind;
+            cc.ack_group_max = o.ack_group_max;
+            cc.ack_group_interval = to_ns(o.ack_group_ms / 1000);
+            cc.own_run_only = s.producing;
+            cc.defer_flow = o.defer_flow;
+            s.consumers.emplace_back(
+                std::make_unique<consumer>(s.consumers_context(), s.stats, std::move(cc)));
+        }
+    }
+    const auto open_start = steady::now();
+    (void)co_await open_parallel(s, s.consumers);
+    if (!any_consumer_failed(s) && !s.stop) {
+        std::printf("perf consume: %zu consumers subscribed in %.2f s\n", s.consumers.size(),
+                    seconds_between(open_start, steady::now()));
+        std::fflush(stdout);
+    }
+    if (o.defer_flow) {
+        for (auto& c : s.consumers) {
+            c->start_flow();
+        }
+    }
+}
+
+// After the run (on the consumers' thread): waits for the messages still due (produce --consume:
+// every receipted one, bounded by --drain-timeout; consume: the count or --time), sends the last
+// acks and waits for their responses. `stop_at` is consume's --time end.
+asio::awaitable<void> drain_consumers(run_state& s,
+                                      steady::time_point stop_at,
+                                      std::vector<std::string>& errors) {
+    const auto& o = s.o;
+    auto& st = s.stats;
+    if (s.producing) {
+        // Every receipted message of this run must arrive, bounded by --drain-timeout.
+        const auto until = steady::now() + to_ns(o.drain_timeout);
+        while (st.distinct < st.receipted && !any_consumer_failed(s) && steady::now() < until) {
+            co_await sleep_for(s, std::chrono::milliseconds(10));
+        }
+    } else {
+        while (!s.stop && !any_consumer_failed(s) && steady::now() < stop_at &&
+               (o.num_messages == 0 || st.consumed < o.num_messages)) {
+            co_await sleep_for(s, std::chrono::milliseconds(10));
+        }
+    }
+    for (auto& c : s.consumers) {
+        c->flush_acks();
+    }
+    const auto until = steady::now() + to_ns(std::min(o.drain_timeout, 10.0));
+    auto outstanding = [&s] {
+        std::uint64_t n = 0;
+        for (const auto& c : s.consumers) {
+            n += c->failed() ? 0 : c->outstanding_acks();
+        }
+        return n;
+    };
+    while (outstanding() > 0 && steady::now() < until) {
+        co_await sleep_for(s, std::chrono::milliseconds(5));
+    }
+    if (const auto n = outstanding(); n > 0) {
+        errors.push_back(fmt::format("{} ACKs without an ACK_RESPONSE", n));
+    }
+}
+
+// produce --consume on two threads: the consumers' whole life, on consumer_ioc. Hands off to
+// the session through run_state's atomics; its errors go to consumer_errors.
+asio::awaitable<void> consumer_side(run_state& s) {
+    co_await open_consumers(s);
+    s.consumers_failed.store(any_consumer_failed(s), std::memory_order_relaxed);
+    s.consumers_ready.store(true, std::memory_order_release);
+    while (!s.run_started.load(std::memory_order_acquire) &&
+           !s.producers_done.load(std::memory_order_acquire)) {
+        co_await sleep_for(s, std::chrono::milliseconds(1));
+    }
+    const bool ran = s.run_started.load(std::memory_order_acquire);
+    auto ex = co_await asio::this_coro::executor;
+    if (ran) {
+        s.consumer_report_timer.emplace(ex);
+        asio::co_spawn(ex, reporter(s, *s.consumer_report_timer, s.consumers_closing, false, true),
+                       record_exception(s.consumer_errors, "consumer reporter"));
+        for (auto& c : s.consumers) {
+            asio::co_spawn(ex, c->ack_loop(), record_exception(s.consumer_errors, "ack loop"));
+        }
+    }
+    while (!s.producers_done.load(std::memory_order_acquire)) {
+        co_await sleep_for(s, std::chrono::milliseconds(10));
+    }
+    if (ran && !s.stop) {
+        co_await drain_consumers(s, steady::time_point::max(), s.consumer_errors);
+    }
+    collect_consumer_errors(s, s.consumer_errors);
+    s.consumers_closing = true;
+    if (s.consumer_report_timer) {
+        s.consumer_report_timer->cancel();
+    }
+    for (auto& c : s.consumers) {
+        c->close();
+    }
+    s.consumers_done.store(true, std::memory_order_release);
+}
+
 asio::awaitable<void> session(run_state& s) {
     const auto& o = s.o;
     auto& st = s.stats;
@@ -225,40 +379,29 @@ asio::awaitable<void> session(run_state& s) {
             request_stop(s);
         }
     });
+    // On two threads, the consumers' own coroutine owns them; this one waits for its hand-offs.
+    auto consumers_finish = [&s]() -> asio::awaitable<void> {
+        s.producers_done.store(true, std::memory_order_release);
+        while (!s.consumers_done.load(std::memory_order_acquire)) {
+            co_await sleep_for(s, std::chrono::milliseconds(5));
+        }
+        s.errors.insert(s.errors.end(), s.consumer_errors.begin(), s.consumer_errors.end());
+    };
 
     // Consumers first, so a --consume run sees every message from a Latest position.
-    if (s.consuming) {
-        for (std::size_t t = 0; t < o.topic_names.size(); ++t) {
-            for (std::uint32_t c = 0; c < o.consumers; ++c) {
-                consumer_config cc;
-                cc.topic = o.topic_names[t];
-                cc.subscription = o.subscription;
-                cc.name = fmt::format("perf-consumer-{}-{}", t, c);
-                cc.sub_type = o.sub_type;
-                cc.initial_position = o.initial_position;
-                cc.receiver_queue = o.receiver_queue;
-                cc.ack = o.ack_kind;
-                cc.ack_group_max = o.ack_group_max;
-                cc.ack_group_interval = to_ns(o.ack_group_ms / 1000);
-                cc.own_run_only = s.producing;
-                cc.defer_flow = o.defer_flow;
-                s.consumers.emplace_back(std::make_unique<consumer>(s.ioc, st, std::move(cc)));
-            }
+    bool consumers_failed = false;
+    if (s.consuming && s.consumer_thread()) {
+        asio::co_spawn(*s.consumer_ioc, consumer_side(s),
+                       record_exception(s.consumer_errors, "consumer side"));
+        while (!s.consumers_ready.load(std::memory_order_acquire)) {
+            co_await sleep_for(s, std::chrono::milliseconds(1));
         }
-        const auto open_start = steady::now();
-        (void)co_await open_parallel(s, s.consumers);
-        if (!any_consumer_failed(s) && !s.stop) {
-            std::printf("perf consume: %zu consumers subscribed in %.2f s\n", s.consumers.size(),
-                        seconds_between(open_start, steady::now()));
-            std::fflush(stdout);
-        }
-        if (o.defer_flow) {
-            for (auto& c : s.consumers) {
-                c->start_flow();
-            }
-        }
+        consumers_failed = s.consumers_failed.load(std::memory_order_relaxed);
+    } else if (s.consuming) {
+        co_await open_consumers(s);
+        consumers_failed = any_consumer_failed(s);
     }
-    if (s.producing && !any_consumer_failed(s) && !s.stop) {
+    if (s.producing && !consumers_failed && !s.stop) {
         const auto total = static_cast<std::uint32_t>(o.topic_names.size() * o.producers);
         std::uint32_t index = 0;
         for (std::size_t t = 0; t < o.topic_names.size(); ++t) {
@@ -277,6 +420,8 @@ asio::awaitable<void> session(run_state& s) {
                 pc.batch_delay = to_ns(o.batch_delay_ms / 1000);
                 pc.batch_max_bytes = o.batch_max_bytes;
                 if (st.track) {
+                    // Before any producer runs: the consumers read these only for messages of
+                    // this run, which are sent after.
                     st.first_index[index] = st.seen.size();
                     st.quota[index] = pc.messages;
                     st.seen.resize(st.seen.size() + pc.messages, 0);
@@ -286,25 +431,38 @@ asio::awaitable<void> session(run_state& s) {
         }
         (void)co_await open_parallel(s, s.producers);
     }
-    collect_errors(s);
-    if (!s.errors.empty() || s.stop) {
+    collect_producer_errors(s);
+    if (!s.consumer_thread()) {
+        collect_consumer_errors(s, s.errors);
+    }
+    if (!s.errors.empty() || s.stop || consumers_failed) {
         s.finished = true;
         for (auto& p : s.producers) {
             p->close();
         }
-        for (auto& c : s.consumers) {
-            c->close();
+        if (s.consumer_thread()) {
+            co_await consumers_finish();
+        } else {
+            for (auto& c : s.consumers) {
+                c->close();
+            }
         }
         s.signals.cancel();
         co_return;
     }
 
     s.start = steady::now();
+    s.run_started.store(true, std::memory_order_release);
     const auto stop_at =
         o.time_seconds > 0 ? s.start + to_ns(o.time_seconds) : steady::time_point::max();
-    asio::co_spawn(s.ioc, reporter(s), record_exception(s, "reporter"));
-    for (auto& c : s.consumers) {
-        asio::co_spawn(s.ioc, c->ack_loop(), record_exception(s, "ack loop"));
+    const bool pub_here = s.producing;
+    const bool cons_here = s.consuming && !s.consumer_thread();
+    asio::co_spawn(s.ioc, reporter(s, s.report_timer, s.finished, pub_here, cons_here),
+                   record_exception(s, "reporter"));
+    if (cons_here) {
+        for (auto& c : s.consumers) {
+            asio::co_spawn(s.ioc, c->ack_loop(), record_exception(s, "ack loop"));
+        }
     }
     for (auto& p : s.producers) {
         ++s.running_producers;
@@ -318,45 +476,24 @@ asio::awaitable<void> session(run_state& s) {
     while (s.running_producers > 0) {
         co_await sleep_for(s, std::chrono::milliseconds(10));
     }
-    if (s.consuming) {
-        if (s.producing) {
-            // Every receipted message of this run must arrive, bounded by --drain-timeout.
-            const auto until = steady::now() + to_ns(o.drain_timeout);
-            while (st.distinct < st.receipted && !any_consumer_failed(s) && steady::now() < until) {
-                co_await sleep_for(s, std::chrono::milliseconds(10));
-            }
-        } else {
-            while (!s.stop && !any_consumer_failed(s) && steady::now() < stop_at &&
-                   (o.num_messages == 0 || st.consumed < o.num_messages)) {
-                co_await sleep_for(s, std::chrono::milliseconds(10));
-            }
-        }
-        for (auto& c : s.consumers) {
-            c->flush_acks();
-        }
-        const auto until = steady::now() + to_ns(std::min(o.drain_timeout, 10.0));
-        auto outstanding = [&s] {
-            std::uint64_t n = 0;
-            for (const auto& c : s.consumers) {
-                n += c->failed() ? 0 : c->outstanding_acks();
-            }
-            return n;
-        };
-        while (outstanding() > 0 && steady::now() < until) {
-            co_await sleep_for(s, std::chrono::milliseconds(5));
-        }
-        if (const auto n = outstanding(); n > 0) {
-            s.errors.push_back(fmt::format("{} ACKs without an ACK_RESPONSE", n));
-        }
+    if (s.consuming && s.consumer_thread()) {
+        co_await consumers_finish();
+    } else if (s.consuming) {
+        co_await drain_consumers(s, stop_at, s.errors);
     }
-    collect_errors(s);
+    collect_producer_errors(s);
+    if (!s.consumer_thread()) {
+        collect_consumer_errors(s, s.errors);
+    }
     s.finished = true;
     s.report_timer.cancel();
     for (auto& p : s.producers) {
         p->close();
     }
-    for (auto& c : s.consumers) {
-        c->close();
+    if (!s.consumer_thread()) {
+        for (auto& c : s.consumers) {
+            c->close();
+        }
     }
     s.signals.cancel();
 }
@@ -452,8 +589,19 @@ int run_perf(perf_options o) {
         raw_before = measure_raw("before", opt, group);
     }
 
+    std::thread consumer_thread;
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> consumer_work;
+    if (s.producing && s.consuming && opt.consumer_thread) {
+        s.consumer_ioc = std::make_unique<asio::io_context>(1);
+        consumer_work.emplace(s.consumer_ioc->get_executor());
+        consumer_thread = std::thread([&s] { s.consumer_ioc->run(); });
+    }
     asio::co_spawn(s.ioc, session(s), record_exception(s, "session"));
     s.ioc.run();
+    if (consumer_thread.joinable()) {
+        consumer_work.reset();  // the consumers are closed (consumers_done): their work ends
+        consumer_thread.join();
+    }
 
     if (raw) {
         raw_after = measure_raw("after", opt, group);

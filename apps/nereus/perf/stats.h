@@ -11,7 +11,9 @@
 // Shorter payloads carry no header; the consumer then measures from MessageMetadata.publish_time
 // (ms resolution).
 //
-// Thread-safety: thread-compatible; everything runs on the tool's single io thread.
+// Thread-safety: thread-compatible. With `produce --consume` on two threads the producer fields
+// are written by the producers' thread and the consumer fields by the consumers' (perf.cc,
+// run_state); each side reads the other's only after a release/acquire hand-off.
 
 #include "apps/nereus/perf/histogram.h"
 #include <chrono>
@@ -82,8 +84,9 @@ struct perf_stats {
     histogram publish_interval;
     std::chrono::steady_clock::time_point last_receipt{};
 
-    // ---- consumers ----
-    std::uint64_t consumed = 0;  // messages received (batch entries counted per message)
+    // ---- consumers ---- (on their own cache lines: another thread may write them)
+    alignas(64) std::uint64_t consumed =
+        0;  // messages received (batch entries counted per message)
     std::uint64_t consumed_bytes = 0;
     std::uint64_t foreign = 0;     // produce --consume: messages of other runs (older backlog)
     std::uint64_t duplicates = 0;  // produce --consume: a message seen twice
