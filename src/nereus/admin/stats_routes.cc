@@ -303,6 +303,28 @@ std::string metrics_text(admin_context& ctx) {
            sub_consumers);
     family("pulsar_subscription_out_messages_total", "counter",
            "Messages dispatched on the subscription.", sub_out);
+    // Prometheus histograms (cumulative `le` buckets, in seconds), one row per bucket.
+    auto histogram = [&](std::string_view name, std::string_view help,
+                         const latency_histogram::counts& h) {
+        const auto labels = fmt::format("cluster=\"{}\"", ctx.cluster);
+        std::string rows;
+        std::uint64_t cumulative = 0;
+        for (std::size_t i = 0; i < latency_histogram::kBuckets; ++i) {
+            cumulative += h.buckets[i];
+            const std::string le =
+                i < latency_histogram::kBoundsUs.size()
+                    ? fmt::format("{}", static_cast<double>(latency_histogram::kBoundsUs[i]) / 1e6)
+                    : std::string("+Inf");
+            rows += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, cumulative);
+        }
+        rows += fmt::format("{}_sum{{{}}} {}\n", name, labels, static_cast<double>(h.sum_ns) / 1e9);
+        rows += fmt::format("{}_count{{{}}} {}\n", name, labels, cumulative);
+        family(name, "histogram", help, rows);
+    };
+    histogram("nereus_broker_publish_latency_seconds",
+              "Per successful SEND: from the socket read that brought it to its receipt's "
+              "queueing for the write (the broker's part of the publish latency).",
+              ctx.broker.publish_latency());
     // The stream log's own counters (Nereus-only; summed over the broker's logs).
     if (const auto log = ctx.backend.log_stats()) {
         const auto cl = fmt::format("{{cluster=\"{}\"}} ", ctx.cluster);
@@ -337,26 +359,6 @@ std::string metrics_text(admin_context& ctx) {
                 "Journal files written with no spare prepared (fast writes).", log->spares_skipped);
         counter("nereus_log_spares_asked_total",
                 "Prepared spares asked of the journal's preparer thread.", log->spares_asked);
-        // Prometheus histograms (cumulative `le` buckets, in seconds), one row per bucket.
-        auto histogram = [&](std::string_view name, std::string_view help,
-                             const latency_histogram::counts& h) {
-            const auto labels = fmt::format("cluster=\"{}\"", ctx.cluster);
-            std::string rows;
-            std::uint64_t cumulative = 0;
-            for (std::size_t i = 0; i < latency_histogram::kBuckets; ++i) {
-                cumulative += h.buckets[i];
-                const std::string le =
-                    i < latency_histogram::kBoundsUs.size()
-                        ? fmt::format("{}",
-                                      static_cast<double>(latency_histogram::kBoundsUs[i]) / 1e6)
-                        : std::string("+Inf");
-                rows += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, cumulative);
-            }
-            rows +=
-                fmt::format("{}_sum{{{}}} {}\n", name, labels, static_cast<double>(h.sum_ns) / 1e9);
-            rows += fmt::format("{}_count{{{}}} {}\n", name, labels, cumulative);
-            family(name, "histogram", help, rows);
-        };
         histogram("nereus_log_commit_wait_seconds",
                   "Per journal block: from its group's first append to the start of its write.",
                   log->commit_wait);

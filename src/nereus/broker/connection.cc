@@ -42,7 +42,10 @@ void log_exception(std::exception_ptr e, const std::string& peer) {
 
 }  // namespace
 
-connection::connection(strand_type strand, asio::ip::tcp::socket socket, broker_context& ctx)
+connection::connection(strand_type strand,
+                       asio::ip::tcp::socket socket,
+                       broker_context& ctx,
+                       latency_histogram* publish_latency)
     : strand_(std::move(strand)),
       socket_(std::move(socket)),
       ctx_(ctx),
@@ -52,6 +55,7 @@ connection::connection(strand_type strand, asio::ip::tcp::socket socket, broker_
                                       true,
                                       /*fast_send=*/true}),
       rbuf_(initial_rbuf) {
+    publish_latency_ = publish_latency;
     boost::system::error_code ec;
     const auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());

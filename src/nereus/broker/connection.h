@@ -25,6 +25,7 @@
 //   they post onto the strand, or run at once when already on it).
 // Durability: never confirms an append or an ack before the backend reported it durable.
 
+#include "nereus/base/latency_histogram.h"
 #include "nereus/broker/logger.h"
 #include "nereus/broker/options.h"
 #include "nereus/broker/subscription.h"
@@ -64,7 +65,13 @@ class connection : public std::enable_shared_from_this<connection>, public consu
 public:
     using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
 
-    connection(strand_type strand, boost::asio::ip::tcp::socket socket, broker_context& ctx);
+    // `publish_latency` (may be null; owned by the server, outlives the connection, written
+    // only from this connection's io thread and the others pinned to it) receives each
+    // successful SEND's time from the socket read that brought it to its receipt's queueing.
+    connection(strand_type strand,
+               boost::asio::ip::tcp::socket socket,
+               broker_context& ctx,
+               latency_histogram* publish_latency = nullptr);
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
     ~connection() override;
@@ -89,6 +96,7 @@ private:
     struct pending_send {
         std::uint64_t sequence_id = 0;
         std::uint64_t highest_sequence_id = 0;
+        std::chrono::steady_clock::time_point received_at{};  // its socket read's time
         std::optional<result<position>> outcome;
         proto::server_error error_code = proto::server_error::unknown_error;  // when !outcome
         std::string error_message;
@@ -258,6 +266,7 @@ private:
     bool peer_partial_producer_ = false;
     std::chrono::steady_clock::time_point accepted_at_;
     std::chrono::steady_clock::time_point last_received_;
+    latency_histogram* publish_latency_ = nullptr;
 
     std::map<std::uint64_t, std::shared_ptr<producer_state>> producers_;
     std::set<std::uint64_t> recently_closed_producers_;

@@ -59,7 +59,11 @@ struct server::impl {
           io(*ios.front()),
           acceptor(io),
           pool(options.blocking_threads),
-          topics(backend, executors_of(ios), options, &pool) {}
+          topics(backend, executors_of(ios), options, &pool) {
+        for (std::size_t i = 0; i < ios.size(); ++i) {
+            publish_hist.push_back(std::make_unique<latency_histogram>());
+        }
+    }
 
     asio::awaitable<void> accept_loop();
     void prune_locked();
@@ -70,6 +74,8 @@ struct server::impl {
     // it run on that one thread): a connection's work never bounces between threads, and a
     // post to it wakes at most its own thread. ios[0] also runs the acceptor.
     std::vector<std::unique_ptr<asio::io_context>> ios;
+    // One per io thread (its connections record into it; summed by publish_latency()).
+    std::vector<std::unique_ptr<latency_histogram>> publish_hist;
     asio::io_context& io;
     std::size_t next_io = 0;  // accept loop only
     tcp::acceptor acceptor;
@@ -90,7 +96,8 @@ struct server::impl {
 asio::awaitable<void> server::impl::accept_loop() {
     constexpr auto tok = asio::as_tuple(asio::use_awaitable);
     for (;;) {
-        auto strand = asio::make_strand(*ios[next_io++ % ios.size()]);
+        const std::size_t io_index = next_io++ % ios.size();
+        auto strand = asio::make_strand(*ios[io_index]);
         tcp::socket socket(strand);
         auto [ec] = co_await acceptor.async_accept(socket, tok);
         if (ec) {
@@ -102,7 +109,8 @@ asio::awaitable<void> server::impl::accept_loop() {
         }
         boost::system::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        auto c = std::make_shared<connection>(strand, std::move(socket), *ctx);
+        auto c = std::make_shared<connection>(strand, std::move(socket), *ctx,
+                                              publish_hist[io_index].get());
         {
             std::lock_guard lock(mu);
             if (stopped) {
@@ -265,6 +273,14 @@ topic_registry& server::topics() {
 
 std::string server::service_url() const {
     return impl_->ctx ? impl_->ctx->service_url : std::string();
+}
+
+latency_histogram::counts server::publish_latency() const {
+    latency_histogram::counts sum;
+    for (const auto& h : impl_->publish_hist) {
+        sum += h->snapshot();
+    }
+    return sum;
 }
 
 }  // namespace nereus::broker

@@ -15,6 +15,7 @@
 //   in-flight work (bounded by stop_timeout; a running call is joined) before it closes the
 //   topic stores.
 
+#include "nereus/base/latency_histogram.h"
 #include "nereus/base/result.h"
 #include "nereus/broker/options.h"
 #include "nereus/broker/topic_backend.h"
@@ -51,6 +52,9 @@ public:
     // server) and the pulsar://host:port this server advertises (valid after start()).
     topic_registry& topics();
     std::string service_url() const;
+    // Every successful SEND's time in this broker, from the socket read that brought it to its
+    // receipt's queueing for the write (any thread; summed over the io threads' histograms).
+    latency_histogram::counts publish_latency() const;
 
 private:
     struct impl;

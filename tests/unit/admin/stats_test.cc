@@ -112,6 +112,8 @@ TEST_F(AdminTest, MetricsCarryTheStreamLogCounters) {
     const auto appends0 = metric(before->body, "nereus_log_appends_total");
     const auto syncs0 = metric(before->body, "nereus_log_syncs_total");
     const auto bytes0 = metric(before->body, "nereus_log_journal_bytes_total");
+    const auto published0 = metric(before->body, "nereus_broker_publish_latency_seconds_count");
+    ASSERT_GE(published0, 0) << before->body;
     ASSERT_GE(appends0, 0) << before->body;
     ASSERT_GE(syncs0, 0);
     auto p = wire();
@@ -135,6 +137,10 @@ TEST_F(AdminTest, MetricsCarryTheStreamLogCounters) {
         EXPECT_GE(metric(m, name), 0) << name;
     }
     EXPECT_NE(m.find("# TYPE nereus_log_syncs_total counter"), std::string::npos);
+    // The broker's publish latency: one count per receipted SEND (recorded before its receipt
+    // is written, so all five are in).
+    EXPECT_EQ(metric(m, "nereus_broker_publish_latency_seconds_count") - published0, 5) << m;
+    EXPECT_NE(m.find("# TYPE nereus_broker_publish_latency_seconds histogram"), std::string::npos);
     // The commit-latency histograms: one count per sync, cumulative buckets ending at +Inf.
     const auto syncs = metric(m, "nereus_log_syncs_total");
     for (const std::string name :

@@ -145,6 +145,7 @@ bool connection::handle_send(const proto::frame_view& f) {
     }
     pending_send ps;
     ps.sequence_id = s.sequence_id;
+    ps.received_at = last_received_;
     ps.highest_sequence_id = s.has_highest_sequence_id && s.highest_sequence_id > 0
                                  ? s.highest_sequence_id
                                  : s.sequence_id;
@@ -312,9 +313,16 @@ void connection::on_append_done(producer_state& p, std::uint64_t serial, result<
 
 void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
     // Receipts leave in SEND order: a later append that finished first waits for the earlier.
+    std::chrono::steady_clock::time_point now{};  // read once per flush, for publish_latency_
     while (!p->pending.empty() && p->pending.front().outcome) {
         auto& ps = p->pending.front();
         if (*ps.outcome) {
+            if (publish_latency_ != nullptr) {
+                if (now == std::chrono::steady_clock::time_point{}) {
+                    now = std::chrono::steady_clock::now();
+                }
+                publish_latency_->record(now - ps.received_at);
+            }
             proto::message_id id;
             id.ledger_id = (*ps.outcome)->ledger_id;
             id.entry_id = (*ps.outcome)->entry_id;
