@@ -368,9 +368,16 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
         "old owner after SIGCONT: %d receipts, %d ack confirmations, %d send errors, "
         "%d CLOSE_PRODUCER, %d CLOSE_CONSUMER\n",
         receipts_after_claim, acks_after_claim, send_errors, closed_producers, closed_consumers);
-    // It released the topic: its clients were told to look it up again.
-    EXPECT_EQ(closed_producers, 1);
-    EXPECT_EQ(closed_consumers, 1);
+    // It released the topic: its clients were told to look it up again, each by its CLOSE_*
+    // command or by the connection's close. The connection closes when one of the test's
+    // pipelined SENDs reaches A after A closed the producer and answered its in-flight SENDs
+    // (a SEND for an unknown producer closes the connection, as in Pulsar's ServerCnx); the
+    // topic-lost event that sends CLOSE_CONSUMER may come after that (seen once in CI).
+    const bool conn_closed = c->closed();
+    EXPECT_TRUE(closed_producers == 1 || (closed_producers == 0 && conn_closed))
+        << closed_producers << " CLOSE_PRODUCER, connection closed: " << conn_closed;
+    EXPECT_TRUE(closed_consumers == 1 || (closed_consumers == 0 && conn_closed))
+        << closed_consumers << " CLOSE_CONSUMER, connection closed: " << conn_closed;
     {
         // What fenced A, from its own log (for the record; the assertions are below).
         std::ifstream in(dir_.sub("a.log"));
