@@ -599,8 +599,15 @@ int run_perf(perf_options o) {
     asio::co_spawn(s.ioc, session(s), record_exception(s, "session"));
     s.ioc.run();
     if (consumer_thread.joinable()) {
-        consumer_work.reset();  // the consumers are closed (consumers_done): their work ends
+        // Normally already set (consumers_done came after it); if the session ended some other
+        // way (an exception), this lets the consumers' side finish (its drain is bounded),
+        // close and end, and its errors are reported here.
+        const bool merged = s.producers_done.exchange(true, std::memory_order_acq_rel);
+        consumer_work.reset();  // the consumers close (consumers_done): their work ends
         consumer_thread.join();
+        if (!merged) {
+            s.errors.insert(s.errors.end(), s.consumer_errors.begin(), s.consumer_errors.end());
+        }
     }
 
     if (raw) {
