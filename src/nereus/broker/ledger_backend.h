@@ -74,6 +74,10 @@ struct ledger_backend_options {
     // only, so without this a small topic never frees its acked data. 0: bytes only (64 MiB).
     std::uint64_t segment_max_entries = 0;
     std::chrono::milliseconds segment_min_age{0};
+    // storage::store_options::leader_commits for the embedded stream log (not the per-topic
+    // stores of a shared data directory): an io thread that appends to an idle log at a low
+    // rate writes the group itself (storage/README.md, "Leader commits"). Off by default.
+    bool leader_commits = false;
     // Tests: the ledgers' persistence-step hook (ledger::ledger_options::fault_hook).
     std::function<bool(std::string_view)> ledger_fault_hook;
 };
