@@ -68,4 +68,21 @@ run consume "consumed=2000 errors=0" \
 
 standalone_stop TERM
 [ "$NEREUS_RC" -eq 0 ] || { echo "standalone exited $NEREUS_RC after SIGTERM, want 0:"; cat "$dir/broker.log"; exit 1; }
+
+# journalLeaderCommits=true (off by default): io threads write the stream log's groups at a low
+# rate. Every message still receipted and consumed, and /metrics shows leader commits.
+printf 'journalLeaderCommits=true\n' >"$dir/leader.conf"
+standalone_start "$nereus" "$dir/data-leader" "$dir/broker.log" --config "$dir/leader.conf" || exit 1
+run leader "sent=1000 receipted=1000 consumed=1000 distinct=1000 duplicates=0 errors=0" \
+    produce --num-messages 1000 --consume --size 64 --topics it-leader --no-batching --rate 2000
+metrics=$(python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode())' \
+    "$NEREUS_HTTP_PORT")
+leaders=$(grep -o '^nereus_log_leader_commits_total{[^}]*} [0-9]*' <<<"$metrics" | awk '{print $2}')
+if [ -z "$leaders" ] || [ "$leaders" -lt 1 ]; then
+    echo "FAIL leader: want nereus_log_leader_commits_total >= 1, got '$leaders'"; exit 1
+fi
+echo "ok leader commits: $leaders"
+standalone_stop TERM
+[ "$NEREUS_RC" -eq 0 ] || { echo "standalone (leader commits) exited $NEREUS_RC after SIGTERM, want 0:"; cat "$dir/broker.log"; exit 1; }
 echo "ok"
