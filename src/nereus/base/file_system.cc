@@ -48,6 +48,10 @@ result<std::size_t> file::read_at_nowait(std::uint64_t /*offset*/, std::span<std
     return error(std::make_error_code(std::errc::operation_would_block));
 }
 
+result<void> file::start_writeback(std::uint64_t /*offset*/, std::uint64_t /*len*/) {
+    return {};
+}
+
 result<std::unique_ptr<file>> file_system::open_direct(const std::string& path) {
     auto f = open(path, open_mode::read_write);
     if (!f) {

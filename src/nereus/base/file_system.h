@@ -70,6 +70,11 @@ public:
                                                              std::span<std::byte> out);
     // fdatasync: the file's bytes and size are durable when this returns success.
     [[nodiscard]] virtual result<void> sync() = 0;
+    // Starts writing the dirty pages of [offset, offset + len) to the disk and returns without
+    // waiting for them: a hint that spreads a later sync()'s work over time. Durability is
+    // unchanged (only sync() makes bytes durable). posix: sync_file_range(WRITE); the default
+    // (the test doubles) does nothing.
+    [[nodiscard]] virtual result<void> start_writeback(std::uint64_t offset, std::uint64_t len);
     [[nodiscard]] virtual result<std::uint64_t> size() = 0;
     // Sets the size (shrinks or zero-extends). Applied; durable after sync().
     [[nodiscard]] virtual result<void> truncate(std::uint64_t size) = 0;

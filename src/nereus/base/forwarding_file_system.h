@@ -38,6 +38,9 @@ public:
     result<std::uint64_t> size() override { return inner_->size(); }
     result<void> truncate(std::uint64_t s) override { return inner_->truncate(s); }
     result<void> preallocate(std::uint64_t s) override { return inner_->preallocate(s); }
+    result<void> start_writeback(std::uint64_t o, std::uint64_t n) override {
+        return inner_->start_writeback(o, n);
+    }
 
 protected:
     std::unique_ptr<file> inner_;

@@ -181,6 +181,15 @@ public:
         return ok();
     }
 
+    result<void> start_writeback(std::uint64_t offset, std::uint64_t len) override {
+        if (::sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(len),
+                              SYNC_FILE_RANGE_WRITE) != 0 &&
+            errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) {
+            return errno_error(errno);
+        }
+        return ok();
+    }
+
 private:
     int fd_;
     std::atomic<bool> nowait_unsupported_{false};  // preadv2(RWF_NOWAIT) gave EOPNOTSUPP

@@ -134,6 +134,7 @@ const std::map<std::string, setter, std::less<>>& keys() {
         {"dispatcherMaxReadBatchSize", unsigned_in(&standalone_options::dispatch_batch, 1, 10'000)},
         {"dispatcherInlineReads", boolean(&standalone_options::inline_reads)},
         {"journalLeaderCommits", boolean(&standalone_options::leader_commits)},
+        {"journalPipelinedApply", boolean(&standalone_options::pipelined_apply)},
         {"statsUpdateFrequencyInSecs", unsigned_in(&standalone_options::stats_interval_s, 1, 3600)},
         {"defaultRetentionTimeInMinutes",
          signed_in(&standalone_options::retention_time_minutes, -1, 1'000'000'000)},

@@ -512,6 +512,7 @@ public:
             so.segment_max_entries = options_.segment_max_entries;
             so.segment_min_age = options_.segment_min_age;
             so.leader_commits = options_.leader_commits;
+            so.pipelined_apply = options_.pipelined_apply;
             auto s = storage::reopening_store::open(fs, options_.data_dir + "/streams", so);
             if (!s) {
                 return nereus::error(s.error());

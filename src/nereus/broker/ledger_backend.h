@@ -78,6 +78,9 @@ struct ledger_backend_options {
     // stores of a shared data directory): an io thread that appends to an idle log at a low
     // rate writes the group itself (storage/README.md, "Leader commits"). Off by default.
     bool leader_commits = false;
+    // storage::store_options::pipelined_apply for the embedded stream log: its segment copies and
+    // completions overlap the next group's journal sync at high rates (storage/README.md).
+    bool pipelined_apply = true;
     // Tests: the ledgers' persistence-step hook (ledger::ledger_options::fault_hook).
     std::function<bool(std::string_view)> ledger_fault_hook;
 };

@@ -106,6 +106,7 @@ journaled_store::journaled_store(std::shared_ptr<file_system> fs,
       fds_(fs_, streams_dir_, opts.fd_cache_size) {
     pending_.reset();
     committing_.reset();
+    applying_.reset();
     leader_slot_->store = this;
 }
 
@@ -131,6 +132,10 @@ result<void> journaled_store::start() {
     committer_ = std::thread([this] {
         set_thread_name("nereus-commit");
         committer_loop();
+    });
+    applier_ = std::thread([this] {
+        set_thread_name("nereus-apply");
+        apply_loop();
     });
     checkpointer_ = std::thread([this] {
         set_thread_name("nereus-ckpt");
@@ -168,6 +173,12 @@ result<void> journaled_store::close() {
     work_cv_.notify_all();
     space_cv_.notify_all();
     committer_.join();  // drains every queued append first
+    {
+        const std::lock_guard lock(mu_);
+        apply_stop_ = true;
+    }
+    apply_cv_.notify_all();
+    applier_.join();  // applies the last handed-off group first
     {
         const std::lock_guard lock(ckpt_mu_);
         ckpt_stop_ = true;
@@ -218,6 +229,7 @@ void journaled_store::fail_store(std::error_code ec) {
     work_cv_.notify_all();
     space_cv_.notify_all();
     drain_cv_.notify_all();
+    apply_done_cv_.notify_all();
     {
         const std::lock_guard lock(ckpt_mu_);  // no lost wake-up for checkpoint waiters
     }
@@ -242,8 +254,9 @@ store_stats journaled_store::stats() const {
             stat_prepared_journals_.load(), stat_spares_skipped_.load(),
             stat_leader_commits_.load(),    stat_partial_spares_.load(),
             stat_fill_stops_.load(),        stat_partial_spares_passed_.load(),
-            stat_spares_asked_.load(),      hist_commit_wait_.snapshot(),
-            hist_journal_write_.snapshot(), hist_commit_apply_.snapshot()};
+            stat_spares_asked_.load(),      stat_pipelined_applies_.load(),
+            hist_commit_wait_.snapshot(),   hist_journal_write_.snapshot(),
+            hist_commit_apply_.snapshot()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -309,7 +322,8 @@ void journaled_store::append(stream_id id,
         // A completion appending on the committer thread must not wait for itself.
         if (pending_.appends.empty() ||
             pending_.bytes.size() + rec_len <= opts_.max_group_bytes + format::kBlockHeaderSize ||
-            std::this_thread::get_id() == committer_id_ || tl_leading) {
+            std::this_thread::get_id() == committer_id_ ||
+            std::this_thread::get_id() == applier_id_ || tl_leading) {
             break;
         }
         space_cv_.wait(lock);  // backpressure: the committer is behind by a whole group
@@ -354,7 +368,7 @@ void journaled_store::append(stream_id id,
     // Wake a waiting committer only once the group it waits for is complete (see linger()),
     // and not while a leader commits (its release wakes the committer) or will take the group.
     bool wake = false;
-    if (committer_waiting_ && !commit_busy_ && leader_may_take() &&
+    if (committer_waiting_ && !commit_busy_ && !apply_busy_ && leader_may_take() &&
         (lead_registered_ || leader_mode_)) {
         if (!lead_registered_) {
             lead_registered_ = flush_batch::defer(leader_slot_, &journaled_store::run_leader);
@@ -418,7 +432,9 @@ bool journaled_store::committer_has_work() const {
 }
 
 void journaled_store::release_commit(std::uint64_t group_seq) {
-    completed_seq_ = group_seq;
+    if (!apply_busy_) {
+        completed_seq_ = group_seq;  // else the applier's group ends at group_seq: it sets it
+    }
     commit_busy_ = false;
     leader_mode_ = opts_.leader_commits && last_group_appends_ <= kLeaderMaxAppends;
     drain_cv_.notify_all();
@@ -438,7 +454,7 @@ void journaled_store::lead_commit() {
     if (pending_.appends.empty()) {
         return;  // the committer took it
     }
-    if (commit_busy_ || !committer_waiting_ || stop_ || failed_.load() ||
+    if (commit_busy_ || apply_busy_ || !committer_waiting_ || stop_ || failed_.load() ||
         ckpt_requests_ > ckpt_taken_ || !leader_may_take()) {
         // Hand the group to the committer (or to the token's release, which wakes it).
         const bool wake = committer_waiting_ && committer_has_work();
@@ -500,13 +516,61 @@ void journaled_store::committer_loop() {
         lock.unlock();
         space_cv_.notify_all();
 
-        if (!committing_.appends.empty()) {
-            commit_group(committing_);
+        if (!committing_.appends.empty() && write_group(committing_)) {
+            apply_or_hand_off(committing_, group_seq);
         }
         maybe_checkpoint(requests);
 
         lock.lock();
         release_commit(group_seq);
+    }
+}
+
+void journaled_store::apply_or_hand_off(group& g, std::uint64_t group_seq) {
+    std::unique_lock lock(mu_);
+    // Inline when the applier is free (else this group would overtake its group) and either
+    // nothing is queued behind this group or the group is small (its copies take about as long
+    // as waking the applier would; each hand-off costs a thread wake-up and a core switch).
+    if (!opts_.pipelined_apply ||
+        (!apply_busy_ &&
+         (pending_.appends.empty() || g.bytes.size() < opts_.pipelined_apply_min_bytes))) {
+        lock.unlock();
+        apply_group(g);
+        return;
+    }
+    apply_done_cv_.wait(lock, [&] { return !apply_busy_; });
+    std::swap(g, applying_);  // g gets the applier's reset buffer
+    applying_seq_ = group_seq;
+    apply_busy_ = true;
+    lock.unlock();
+    stat_pipelined_applies_.fetch_add(1, std::memory_order_relaxed);
+    apply_cv_.notify_one();
+}
+
+void journaled_store::wait_applied() {
+    std::unique_lock lock(mu_);
+    apply_done_cv_.wait(lock, [&] { return !apply_busy_; });
+}
+
+void journaled_store::apply_loop() {
+    std::unique_lock lock(mu_);
+    applier_id_ = std::this_thread::get_id();
+    for (;;) {
+        apply_cv_.wait(lock, [&] { return apply_busy_ || apply_stop_; });
+        if (!apply_busy_) {
+            break;  // stopping, nothing handed off
+        }
+        lock.unlock();
+        apply_group(applying_);
+        lock.lock();
+        completed_seq_ = std::max(completed_seq_, applying_seq_);
+        apply_busy_ = false;
+        apply_done_cv_.notify_all();
+        drain_cv_.notify_all();
+        // Leaders wait for a free applier: wake the committer if it idles with appends queued.
+        if (committer_waiting_ && committer_has_work()) {
+            work_cv_.notify_one();
+        }
     }
 }
 
@@ -533,7 +597,15 @@ void journaled_store::linger(std::unique_lock<std::mutex>& lock) {
 }
 
 void journaled_store::commit_group(group& g) {
+    if (write_group(g)) {
+        wait_applied();  // a leader only commits while the applier is free; cheap then
+        apply_group(g);
+    }
+}
+
+bool journaled_store::write_group(group& g) {
     auto fail_all = [&](std::error_code ec) {
+        wait_applied();  // the earlier group's completions first
         for (auto& a : g.appends) {
             a.done(error(ec));
         }
@@ -541,7 +613,7 @@ void journaled_store::commit_group(group& g) {
     };
     if (failed_.load()) {
         fail_all(make_error_code(errc::store_failed));
-        return;
+        return false;
     }
     // Roll when full, or early when a spare is usable and the active file is not prepared (after
     // an open without a spare, or a roll that found none): its commits extend the file. A spare
@@ -561,7 +633,7 @@ void journaled_store::commit_group(group& g) {
         if (auto r = roll_journal(slow); !r) {
             fail_store(r.error());
             fail_all(r.error());
-            return;
+            return false;
         }
     }
     const auto block = std::span<std::byte>(g.bytes.data(), g.bytes.size());
@@ -587,8 +659,9 @@ void journaled_store::commit_group(group& g) {
         // failed fdatasync, see file_system.h).
         fail_store(r.error());
         fail_all(r.error());
-        return;
+        return false;
     }
+    g.synced = sync_end;
     journal_pos_ += block.size();
     ++next_block_seq_;
     // The next spare is prepared while this file fills: from half way, or, if this file is not
@@ -611,7 +684,10 @@ void journaled_store::commit_group(group& g) {
     stat_appends_.fetch_add(g.appends.size(), std::memory_order_relaxed);
     stat_journal_bytes_.fetch_add(block.size(), std::memory_order_relaxed);
     hist_journal_write_.record(last_sync_);
+    return true;
+}
 
+void journaled_store::apply_group(group& g) {
     // Durable now. Copy each record into its stream's segment, grouped per stream.
     touched_.clear();
     for (auto& a : g.appends) {
@@ -642,7 +718,7 @@ void journaled_store::commit_group(group& g) {
             a.done(offset(a.offset));
         }
     }
-    hist_commit_apply_.record(std::chrono::steady_clock::now() - sync_end);
+    hist_commit_apply_.record(std::chrono::steady_clock::now() - g.synced);
     g.reset();
 }
 
@@ -734,6 +810,12 @@ result<void> journaled_store::write_records(stream_state& st, std::span<const by
         ++st.write_offset;
     }
     NEREUS_TRY(flush_records(*f, pos));
+    if (opts_.segment_writeback_bytes > 0 &&
+        st.active_bytes - st.writeback_from >= opts_.segment_writeback_bytes) {
+        // A hint: an error here (the disk's) is the next sync's to report.
+        (void)f->start_writeback(st.writeback_from, st.active_bytes - st.writeback_from);
+        st.writeback_from = st.active_bytes;
+    }
     mark_dirty(st);
     publish(st);
     return {};
@@ -783,6 +865,7 @@ result<void> journaled_store::roll_segment(stream_state& st, std::shared_ptr<fil
     }
     st.active_base = base;
     st.active_bytes = 0;
+    st.writeback_from = 0;
     st.active_since = std::chrono::steady_clock::now();
     st.index_any = false;
     st.index_last_pos = 0;

@@ -12,6 +12,10 @@
 //     fdatasync; into a prepared file, one page-aligned O_DIRECT | O_DSYNC write that is
 //     durable when it returns), then copies each record into its stream's segment file (page
 //     cache only), publishes the new end offsets and fires the completions.
+//   - applier (store_options::pipelined_apply): the committer hands it a synced group when
+//     more appends already wait, and goes on to write the next group while the applier copies
+//     the records into their segments, publishes the end offsets and fires the completions
+//     (see "Apply stage" below).
 //   - checkpointer: fdatasyncs the segment files dirtied before journal position P, durably
 //     writes P to the checkpoint file and deletes journal files wholly before P.
 //   - preparer: when asked, prepares journal/spare (zero-filled to journal_max_bytes in synced
@@ -48,6 +52,20 @@
 // checkpoint (maybe_checkpoint never blocks for it). A completion may append (on a leader as on
 // the committer, backpressure does not block it) but must not call append_sync or close.
 // close() waits for a leader in progress (leader_slot::mu), then the committer drains the rest.
+//
+// Apply stage. A group's work after its durable write (segment copies, publish, completions)
+// is the apply; its "apply state" (each stream_state's segment writer fields, dirty_,
+// touched_, iov_, the segment rolls) belongs to whoever applies: the token holder inline, or
+// the applier for a handed-off group (apply_busy_, guarded by mu_; the hand-off and its end
+// pass through mu_, which orders them). At most one group is being applied at a time, and
+// groups are applied in the order they were written, so each group's completions still run
+// after its durable write and before any later group's. The committer waits for the applier
+// to be free before handing it the next group, before applying one inline, before failing a
+// group (its error completions must not overtake the earlier group's), and before a
+// checkpoint job (whose journal position P must only cover applied groups). A leader commits
+// only while the applier is free. completed_seq_ advances when a group's completions ran,
+// whoever ran them. A completion running on the applier may append (backpressure does not
+// block it, as on the committer).
 // Ownership: owns its threads, the journal file, the spare file and the descriptor cache.
 // Thread-safety: thread-safe.
 
@@ -130,6 +148,7 @@ private:
         std::uint32_t records_crc =
             0;  // crc32c of bytes [kBlockHeaderSize, size), kept by append()
         std::chrono::steady_clock::time_point first_append{};  // for the commit_wait histogram
+        std::chrono::steady_clock::time_point synced{};        // for the commit_apply histogram
         void reset() {
             bytes.resize(format::kBlockHeaderSize);
             appends.clear();
@@ -167,7 +186,19 @@ private:
     static void run_leader(void* slot);
     // Requires: mu_ held via `lock`; committer thread.
     void linger(std::unique_lock<std::mutex>& lock);
+    // The group's durable journal write, then its apply inline (write_group + apply_group).
     void commit_group(group& g);
+    // Token holder: writes `g` as one journal block, durable when it returns true. On false
+    // the group failed: its completions ran with the error (after the applier's group).
+    [[nodiscard]] bool write_group(group& g);
+    // Applies a durably written group (see "Apply stage") and resets it.
+    void apply_group(group& g);
+    // Committer thread, after write_group: applies `g` inline when nothing waits behind it (or
+    // pipelining is off), else hands it to the applier (swapping it with applying_).
+    void apply_or_hand_off(group& g, std::uint64_t group_seq);
+    // Waits until the applier holds no group. Token holder; mu_ not held.
+    void wait_applied();
+    void apply_loop();
     void maybe_checkpoint(std::uint64_t requests);
     // Requires: committer-only. `take_partial`: see open_journal_file.
     result<void> roll_journal(bool take_partial);
@@ -287,6 +318,16 @@ private:
     std::uint64_t ckpt_requests_ = 0;
     std::uint64_t next_incarnation_ = 1;
     std::thread::id committer_id_;
+    std::thread::id applier_id_;
+    // The apply stage (guarded by mu_): the applier holds applying_ (whose appends end at
+    // applying_seq_) until it clears apply_busy_; apply_cv_ wakes it, apply_done_cv_ wakes
+    // whoever waits for it to be free.
+    group applying_;
+    bool apply_busy_ = false;
+    bool apply_stop_ = false;
+    std::uint64_t applying_seq_ = 0;
+    std::condition_variable apply_cv_;
+    std::condition_variable apply_done_cv_;
     // The committer waits for appends (idle, or lingering) and no appender has notified it
     // yet: the appender that completes what it waits for notifies and clears it.
     bool committer_idle_ = false;
@@ -368,6 +409,8 @@ private:
     std::uint64_t bytes_since_ckpt_ = 0;
     std::uint64_t ckpt_epoch_ = 0;
     std::uint64_t ckpt_taken_ = 0;
+    // Apply state (see "Apply stage"): whoever applies; make_job reads dirty_ with the
+    // applier free.
     std::vector<segment_key> dirty_;
     std::vector<stream_state*> touched_;
     std::vector<bytes_view> iov_;
@@ -440,6 +483,7 @@ private:
     bool rate_fast_ = false;
 
     std::thread committer_;
+    std::thread applier_;
     std::thread checkpointer_;
     std::thread preparer_;
 
@@ -455,6 +499,7 @@ private:
     std::atomic<std::uint64_t> stat_prepared_journals_{0};
     std::atomic<std::uint64_t> stat_spares_skipped_{0};
     std::atomic<std::uint64_t> stat_leader_commits_{0};
+    std::atomic<std::uint64_t> stat_pipelined_applies_{0};
     std::atomic<std::uint64_t> stat_partial_spares_{0};
     std::atomic<std::uint64_t> stat_fill_stops_{0};
     std::atomic<std::uint64_t> stat_partial_spares_passed_{0};

@@ -21,6 +21,9 @@ void journaled_store::maybe_checkpoint(std::uint64_t requests) {
     if (!forced && bytes_since_ckpt_ < opts_.checkpoint_bytes) {
         return;
     }
+    // P (journal_pos_) may only cover applied groups: their records are in the segments the
+    // job syncs, and dirty_ lists them. The applier is free from here until our next hand-off.
+    wait_applied();
     std::unique_lock lock(ckpt_mu_);
     if (ckpt_job_ || ckpt_busy_) {
         if (!forced) {

@@ -66,8 +66,9 @@ struct stream_state {
     // When the active segment was started (rolled to) or the store opened: its age for
     // store_options::segment_min_age.
     std::chrono::steady_clock::time_point active_since = std::chrono::steady_clock::now();
-    std::uint64_t write_offset = 0;  // offset the next written record must have
-    bool index_any = false;          // the active segment has an index entry
+    std::uint64_t write_offset = 0;    // offset the next written record must have
+    std::uint64_t writeback_from = 0;  // active segment bytes below this had start_writeback
+    bool index_any = false;            // the active segment has an index entry
     std::uint64_t index_last_pos = 0;
     std::vector<index_entry> staged_index;   // index entries not yet published
     std::uint64_t dirty_epoch = UINT64_MAX;  // checkpoint epoch the active segment was marked in

@@ -51,8 +51,10 @@ struct store_stats {
                                    // fast writes, a roll)
     std::uint64_t partial_spares_passed = 0;  // rolls that left a spare being filled alone
                                               // (fast writes) and created an empty file
-    std::uint64_t spares_asked = 0;  // spares asked of the preparer (counted before the commit
-                                     // that asked returns)
+    std::uint64_t spares_asked = 0;       // spares asked of the preparer (counted before the commit
+                                          // that asked returns)
+    std::uint64_t pipelined_applies = 0;  // of `commits`, groups applied by the applier thread
+                                          // while the committer wrote the next one
     // Where a group's commit latency goes, per journal block: from the group's first append to
     // the start of its journal write (the committer's wake-up and linger), the durable write
     // itself (O_DSYNC write, or write + fdatasync), and from its end to the last completion
@@ -77,6 +79,7 @@ struct store_stats {
         fill_stops += o.fill_stops;
         partial_spares_passed += o.partial_spares_passed;
         spares_asked += o.spares_asked;
+        pipelined_applies += o.pipelined_applies;
         commit_wait += o.commit_wait;
         journal_write += o.journal_write;
         commit_apply += o.commit_apply;

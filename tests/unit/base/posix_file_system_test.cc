@@ -54,6 +54,31 @@ TEST_F(PosixFileSystem, WritevReadSyncTruncate) {
     EXPECT_EQ(fs->open(path, open_mode::create_exclusive).error(), std::errc::file_exists);
 }
 
+// start_writeback is a hint: it succeeds on written ranges, on ranges past the end and on an
+// empty file, and leaves the bytes as they were.
+TEST_F(PosixFileSystem, StartWritebackIsAHintThatKeepsTheBytes) {
+    auto fs = posix_file_system();
+    auto f = fs->open(path_join(dir_, "w"), open_mode::create_exclusive);
+    ASSERT_TRUE(f);
+    EXPECT_TRUE((*f)->start_writeback(0, 4096));  // nothing written yet
+    const std::string data(256 << 10, 'x');
+    ASSERT_TRUE((*f)->write_at(0, as_bytes(data)));
+    EXPECT_TRUE((*f)->start_writeback(0, 128 << 10));
+    EXPECT_TRUE((*f)->start_writeback(128 << 10, 128 << 10));
+    EXPECT_TRUE((*f)->start_writeback(1 << 20, 4096));  // past the end
+    ASSERT_TRUE((*f)->sync());
+    std::string out(data.size(), '\0');
+    ASSERT_EQ(*(*f)->read_at(0, {reinterpret_cast<std::byte*>(out.data()), out.size()}),
+              data.size());
+    EXPECT_EQ(out, data);
+    // The default (test doubles) and forwarding_file: a no-op that succeeds.
+    fault_file_system mem;
+    auto m = mem.open("/x", open_mode::create);
+    ASSERT_TRUE(m);
+    forwarding_file fm(std::move(*m));
+    EXPECT_TRUE(fm.start_writeback(0, 10));
+}
+
 TEST_F(PosixFileSystem, DirectoriesAndRenames) {
     auto fs = posix_file_system();
     const auto sub = path_join(dir_, "a/b/c");

@@ -32,7 +32,8 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
         "brokerShutdownTimeoutMs=100\n"
         "dispatcherMaxReadBatchSize=32\n"
         "dispatcherInlineReads=true\n"
-        "journalLeaderCommits=true\n",
+        "journalLeaderCommits=true\n"
+        "journalPipelinedApply=false\n",
         "t.conf", o);
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(o.port, 6651);
@@ -48,8 +49,9 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
     EXPECT_EQ(o.keepalive_interval_s, 5u);
     EXPECT_EQ(o.stop_timeout_ms, 100u);
     EXPECT_EQ(o.dispatch_batch, 32u);
-    EXPECT_TRUE(o.inline_reads);    // off by default
-    EXPECT_TRUE(o.leader_commits);  // off by default
+    EXPECT_TRUE(o.inline_reads);      // off by default
+    EXPECT_TRUE(o.leader_commits);    // off by default
+    EXPECT_FALSE(o.pipelined_apply);  // on by default
 }
 
 TEST(StandaloneConfig, MetadataStoreUrlTakesZooKeeperUrlsOnly) {

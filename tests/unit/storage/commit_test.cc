@@ -13,7 +13,11 @@
 #include "support/store_helpers.h"
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <numeric>
 #include <thread>
+#include <vector>
 
 namespace nereus::storage {
 namespace {
@@ -115,6 +119,199 @@ TEST(GroupCommit, LatencyHistogramsCountEveryBlockAndShowAHeldSync) {
     EXPECT_GE(write.quantile_bound_us(1.0), 50000U);
     EXPECT_GE(wait.quantile_bound_us(1.0), 50000U);
     EXPECT_GE(write.sum_ns, 30'000'000U);
+}
+
+// Pipelined apply (store_options::pipelined_apply, journaled_store.h "Apply stage"). Three
+// groups: 0 (one 100 B append, held at the gate; small, so applied inline), 1 (20 x 16 KiB,
+// over the store's pipelining threshold; its first completion blocks whoever applies it) and
+// 2 (10 appends, queued while group 1 syncs). What the store has done while group 1's
+// completion is blocked:
+struct blocked_apply {
+    std::uint64_t journal_syncs = 0;       // since the first append
+    std::vector<std::uint64_t> completed;  // offsets, in completion order
+    std::uint64_t end = 0;                 // the stream's published end
+    std::vector<std::uint64_t> all_order;  // after the release
+    std::uint64_t pipelined_applies = 0;
+};
+
+blocked_apply run_with_a_blocked_apply(const store_options& o) {
+    blocked_apply out;
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    auto s = open_store(fs, "/db", o);
+    EXPECT_NE(s, nullptr);
+    if (s == nullptr) {
+        return out;
+    }
+    EXPECT_TRUE(s->create_stream(stream_id(1)));
+    const auto syncs_before = fs->journal_syncs.load();
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    bool blocked = false;
+    std::vector<std::uint64_t> order;
+    pending_counter pending;
+    pending.add(31);
+    auto record = [&](result<offset> r) {
+        EXPECT_TRUE(r);
+        const std::lock_guard l(mu);
+        order.push_back(r ? r->value() : ~0ULL);
+    };
+    fs->close_gate();
+    s->append(stream_id(1), payload(1, 0, 100), [&](result<offset> r) {
+        record(r);
+        fs->close_gate();  // runs before the committer takes group 1: its sync waits too
+        pending.done();
+    });
+    fs->wait_for_gate_waiter();  // group 0 is inside its fdatasync
+    for (int i = 1; i <= 20; ++i) {
+        if (i == 1) {
+            s->append(stream_id(1), payload(1, i, 16 << 10), [&](result<offset> r) {
+                record(r);
+                std::unique_lock l(mu);
+                blocked = true;
+                cv.notify_all();
+                cv.wait_for(l, std::chrono::seconds(60), [&] { return release; });  // bounded
+                l.unlock();
+                pending.done();
+            });
+            continue;
+        }
+        s->append(stream_id(1), payload(1, i, 16 << 10), [&](result<offset> r) {
+            record(r);
+            pending.done();
+        });
+    }
+    fs->open_gate();                  // group 0 completes (and closes the gate again)
+    for (int i = 0; i < 6000; ++i) {  // bounded: until group 0's completion ran
+        {
+            const std::lock_guard l(mu);
+            if (!order.empty()) {
+                break;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    fs->wait_for_gate_waiter();  // group 1 is inside its fdatasync
+    for (int i = 21; i <= 30; ++i) {
+        s->append(stream_id(1), payload(1, i, 100), [&](result<offset> r) {
+            record(r);
+            pending.done();
+        });  // group 2, queued behind group 1
+    }
+    fs->open_gate();
+    {
+        std::unique_lock l(mu);
+        EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(60), [&] { return blocked; }));
+    }
+    // Give group 2's write its chance (bounded; it happens at once when pipelined).
+    for (int i = 0; i < 6000 && fs->journal_syncs.load() - syncs_before < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.pipelined_apply ? 10 : 1));
+        if (!o.pipelined_apply && i >= 50) {
+            break;  // 50 ms: it stays held back
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // room for a wrong completion
+    out.journal_syncs = fs->journal_syncs.load() - syncs_before;
+    {
+        const std::lock_guard l(mu);
+        out.completed = order;
+    }
+    out.end = s->info(stream_id(1))->end.value();
+    EXPECT_EQ(read_all(*s, stream_id(1)).size(), out.end);  // reads see what is published
+    {
+        const std::lock_guard l(mu);
+        release = true;
+    }
+    cv.notify_all();
+    pending.wait();
+    {
+        const std::lock_guard l(mu);
+        out.all_order = order;
+    }
+    out.pipelined_applies = s->stats().pipelined_applies;
+    EXPECT_EQ(read_all(*s, stream_id(1)).size(), 31U);
+    EXPECT_TRUE(s->close());
+    auto again = open_store(fs, "/db");  // and everything is there after a reopen
+    EXPECT_NE(again, nullptr);
+    if (again != nullptr) {
+        EXPECT_EQ(read_all(*again, stream_id(1)).size(), 31U);
+    }
+    return out;
+}
+
+// Group 1 is applied on the applier thread while the committer writes group 2: group 2 reaches
+// its durable write although group 1's completion is blocked (with the apply inline, the
+// committer would be the blocked thread and it never would); yet none of group 2's completions
+// runs, and its records are not published, before group 1's are (receipts stay in order).
+TEST(GroupCommit, PipelinedApplyOverlapsTheNextWriteAndKeepsCompletionOrder) {
+    const blocked_apply r = run_with_a_blocked_apply(store_options{});
+    EXPECT_EQ(r.journal_syncs, 3U);
+    EXPECT_EQ(r.completed, (std::vector<std::uint64_t>{0, 1}));
+    EXPECT_EQ(r.end, 21U);  // groups 0 and 1
+    std::vector<std::uint64_t> want(31);
+    std::iota(want.begin(), want.end(), 0);
+    EXPECT_EQ(r.all_order, want);
+    EXPECT_GE(r.pipelined_applies, 1U);
+}
+
+// With pipelined_apply off, the committer applies every group itself: the blocked completion
+// holds group 2's write back (the old shape, kept as an operator's choice).
+TEST(GroupCommit, WithoutPipelinedApplyTheCommitterAppliesBeforeItsNextWrite) {
+    store_options o;
+    o.pipelined_apply = false;
+    const blocked_apply r = run_with_a_blocked_apply(o);
+    EXPECT_EQ(r.journal_syncs, 2U);
+    EXPECT_EQ(r.completed, (std::vector<std::uint64_t>{0, 1}));
+    EXPECT_EQ(r.end, 21U);
+    std::vector<std::uint64_t> want(31);
+    std::iota(want.begin(), want.end(), 0);
+    EXPECT_EQ(r.all_order, want);
+    EXPECT_EQ(r.pipelined_applies, 0U);
+}
+
+// Segment writeback in slices (store_options::segment_writeback_bytes): each time a segment
+// holds that many bytes not yet handed to the disk, the apply starts their writeback. The
+// ranges tile the segment from 0 without gaps or overlaps, each at least a slice long; a roll
+// starts over at 0 in the new segment; 0 turns it off. The records read back unchanged.
+TEST(GroupCommit, SegmentWritebackStartsInSlicesThatTileEachSegment) {
+    for (const std::uint64_t slice : {std::uint64_t{4096}, std::uint64_t{0}}) {
+        SCOPED_TRACE(slice);
+        auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+        store_options o;
+        o.segment_writeback_bytes = slice;
+        o.segment_max_bytes = 32 << 10;  // rolls within the run
+        auto s = open_store(fs, "/db", o);
+        ASSERT_NE(s, nullptr);
+        ASSERT_TRUE(s->create_stream(stream_id(1)));
+        for (int i = 0; i < 100; ++i) {
+            ASSERT_TRUE(s->append_sync(stream_id(1), payload(1, i, 1000)));
+        }
+        const auto wb = fs->segment_writebacks();
+        if (slice == 0) {
+            EXPECT_TRUE(wb.empty());
+        } else {
+            // ~101 KB in 32 KiB segments: several slices per segment, and at least one roll.
+            ASSERT_GE(wb.size(), 15U);  // 18: each segment's last partial slice stays
+            std::uint64_t next = 0;
+            int restarts = 0;
+            for (const auto& [off, len] : wb) {
+                if (off == 0 && next != 0) {
+                    ++restarts;  // a new segment
+                    next = 0;
+                }
+                EXPECT_EQ(off, next);
+                EXPECT_GE(len, slice);
+                EXPECT_LE(off + len, std::uint64_t{32 << 10} + 1100);
+                next = off + len;
+            }
+            EXPECT_GE(restarts, 2);
+        }
+        EXPECT_EQ(read_all(*s, stream_id(1)).size(), 100U);
+        ASSERT_TRUE(s->close());
+        auto again = open_store(fs, "/db", o);
+        ASSERT_NE(again, nullptr);
+        EXPECT_EQ(read_all(*again, stream_id(1)).size(), 100U);
+    }
 }
 
 TEST(GroupCommit, OneCommitCoversThousandsOfStreamsWithBoundedFiles) {

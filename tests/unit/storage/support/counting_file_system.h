@@ -17,6 +17,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace nereus::storage::testing {
 
@@ -32,6 +34,11 @@ public:
     std::atomic<std::int64_t> open_files{0};
     std::atomic<std::int64_t> peak_open_files{0};
     std::atomic<std::uint64_t> opens{0};
+    // start_writeback() calls on segment files (".log"): offset and length, in call order.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> segment_writebacks() {
+        const std::lock_guard l(mu_);
+        return segment_writebacks_;
+    }
 
     // Which syncs the gate holds: file or directory paths ending with this (default: journal
     // files; "/db/journal" holds the syncs of that directory).
@@ -95,6 +102,13 @@ private:
             }
             return inner_->sync();
         }
+        result<void> start_writeback(std::uint64_t offset, std::uint64_t len) override {
+            if (path_.ends_with(".log")) {
+                const std::lock_guard l(fs_->mu_);
+                fs_->segment_writebacks_.emplace_back(offset, len);
+            }
+            return inner_->start_writeback(offset, len);
+        }
 
     private:
         counting_file_system* fs_;
@@ -122,6 +136,7 @@ private:
     bool gate_open_ = true;
     std::string gate_suffix_ = ".journal";
     int gate_waiters_ = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> segment_writebacks_;
 };
 
 }  // namespace nereus::storage::testing

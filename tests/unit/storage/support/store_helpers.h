@@ -31,7 +31,8 @@ inline store_options tiny_options() {
     o.checkpoint_bytes = 4 << 10;
     o.index_interval_bytes = 128;
     o.fd_cache_size = 8;
-    o.prepare_max_bytes_per_s = 0;  // spares however fast the tests write
+    o.prepare_max_bytes_per_s = 0;    // spares however fast the tests write
+    o.pipelined_apply_min_bytes = 0;  // small groups go through the applier too
     return o;
 }
 
