@@ -9,7 +9,9 @@
 //   - `segments`, `first`, `end`, `deleted`: guarded by `view_mu` (readers, committer
 //     publishes, trim, delete).
 //   - `trim_unsynced`: guarded by the store's admin mutex.
-//   - the "writer" fields: committer thread only (or recovery before it starts).
+//   - the "writer" fields: whoever applies the current group, one at a time: the commit-token
+//     holder inline or the applier thread (journaled_store.h, "Apply stage"), or recovery
+//     before the threads start.
 
 #include "nereus/base/file_system.h"
 #include "nereus/storage/segment_index.h"
@@ -60,7 +62,7 @@ struct stream_state {
     // that makes the removal durable failed; the next trim syncs before it reports success.
     bool trim_unsynced = false;
 
-    // Writer fields (committer thread only).
+    // Writer fields (the applying thread only; see above).
     std::uint64_t active_base = 0;
     std::uint64_t active_bytes = 0;
     // When the active segment was started (rolled to) or the store opened: its age for
