@@ -139,7 +139,7 @@ void request_stop(run_state& s) {
 }
 
 // On the calling coroutine's own thread (either io_context).
-asio::awaitable<void> sleep_for(run_state&, std::chrono::milliseconds d) {
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
     asio::steady_timer t(co_await asio::this_coro::executor);
     t.expires_after(d);
     (void)co_await t.async_wait(tok);
@@ -254,7 +254,7 @@ asio::awaitable<bool> open_parallel(run_state& s, std::vector<std::unique_ptr<Cl
                 },
                 asio::detached);
         }
-        co_await sleep_for(s, std::chrono::milliseconds(1));
+        co_await sleep_for(std::chrono::milliseconds(1));
     }
     co_return !failed;
 }
@@ -306,12 +306,12 @@ asio::awaitable<void> drain_consumers(run_state& s,
         // Every receipted message of this run must arrive, bounded by --drain-timeout.
         const auto until = steady::now() + to_ns(o.drain_timeout);
         while (st.distinct < st.receipted && !any_consumer_failed(s) && steady::now() < until) {
-            co_await sleep_for(s, std::chrono::milliseconds(10));
+            co_await sleep_for(std::chrono::milliseconds(10));
         }
     } else {
         while (!s.stop && !any_consumer_failed(s) && steady::now() < stop_at &&
                (o.num_messages == 0 || st.consumed < o.num_messages)) {
-            co_await sleep_for(s, std::chrono::milliseconds(10));
+            co_await sleep_for(std::chrono::milliseconds(10));
         }
     }
     for (auto& c : s.consumers) {
@@ -326,7 +326,7 @@ asio::awaitable<void> drain_consumers(run_state& s,
         return n;
     };
     while (outstanding() > 0 && steady::now() < until) {
-        co_await sleep_for(s, std::chrono::milliseconds(5));
+        co_await sleep_for(std::chrono::milliseconds(5));
     }
     if (const auto n = outstanding(); n > 0) {
         errors.push_back(fmt::format("{} ACKs without an ACK_RESPONSE", n));
@@ -341,7 +341,7 @@ asio::awaitable<void> consumer_side(run_state& s) {
     s.consumers_ready.store(true, std::memory_order_release);
     while (!s.run_started.load(std::memory_order_acquire) &&
            !s.producers_done.load(std::memory_order_acquire)) {
-        co_await sleep_for(s, std::chrono::milliseconds(1));
+        co_await sleep_for(std::chrono::milliseconds(1));
     }
     const bool ran = s.run_started.load(std::memory_order_acquire);
     auto ex = co_await asio::this_coro::executor;
@@ -354,7 +354,7 @@ asio::awaitable<void> consumer_side(run_state& s) {
         }
     }
     while (!s.producers_done.load(std::memory_order_acquire)) {
-        co_await sleep_for(s, std::chrono::milliseconds(10));
+        co_await sleep_for(std::chrono::milliseconds(10));
     }
     if (ran && !s.stop) {
         co_await drain_consumers(s, steady::time_point::max(), s.consumer_errors);
@@ -383,7 +383,7 @@ asio::awaitable<void> session(run_state& s) {
     auto consumers_finish = [&s]() -> asio::awaitable<void> {
         s.producers_done.store(true, std::memory_order_release);
         while (!s.consumers_done.load(std::memory_order_acquire)) {
-            co_await sleep_for(s, std::chrono::milliseconds(5));
+            co_await sleep_for(std::chrono::milliseconds(5));
         }
         s.errors.insert(s.errors.end(), s.consumer_errors.begin(), s.consumer_errors.end());
     };
@@ -394,7 +394,7 @@ asio::awaitable<void> session(run_state& s) {
         asio::co_spawn(*s.consumer_ioc, consumer_side(s),
                        record_exception(s.consumer_errors, "consumer side"));
         while (!s.consumers_ready.load(std::memory_order_acquire)) {
-            co_await sleep_for(s, std::chrono::milliseconds(1));
+            co_await sleep_for(std::chrono::milliseconds(1));
         }
         consumers_failed = s.consumers_failed.load(std::memory_order_relaxed);
     } else if (s.consuming) {
@@ -474,7 +474,7 @@ asio::awaitable<void> session(run_state& s) {
     }
     // Producers end by themselves (quota, --time, a signal, an error; receipts drained).
     while (s.running_producers > 0) {
-        co_await sleep_for(s, std::chrono::milliseconds(10));
+        co_await sleep_for(std::chrono::milliseconds(10));
     }
     if (s.consuming && s.consumer_thread()) {
         co_await consumers_finish();
