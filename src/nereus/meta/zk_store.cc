@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -160,6 +161,9 @@ struct zk_store::impl {
     std::string keys_dir;
     std::string sessions_dir;
     std::unique_ptr<zk_conn> main;
+    // Worker-confined: recover_main's pacing, and whether this expiry was already reported.
+    clock::time_point next_main_attempt{};
+    bool main_expiry_reported = false;
 
     // The worker: runs tasks one at a time, in submission order.
     std::mutex mu;
@@ -285,10 +289,11 @@ struct zk_store::impl {
         }
         c->cv.notify_all();
         if (state == ZOO_EXPIRED_SESSION_STATE && c->is_main && c->owner != nullptr) {
-            // The store's own session is gone, and with it the server-side watches: events may
-            // have been missed. End every watch with unavailable (the caller re-lists).
+            // The store's own session is gone (this process or the server stalled past its
+            // timeout), and with it the server-side watches. The worker ends every watch and
+            // opens a new session (recover_main).
             auto* self = c->owner;
-            self->submit([self] { self->end_watches(errc::unavailable); }, [] {});
+            self->submit([self] { self->recover_main(); }, [] {});
             return;
         }
         if (state == ZOO_EXPIRED_SESSION_STATE && sid != 0 && c->owner != nullptr) {
@@ -333,6 +338,43 @@ struct zk_store::impl {
     }
 
     zhandle_t* zh() const { return main->zh; }
+
+    // Worker: when the store's own session has expired, ends every watch with unavailable
+    // (events may have been missed; the caller re-lists and watches again) and replaces the
+    // connection with a new session. The main session owns no ephemeral keys (those belong to
+    // nereus sessions, each its own connection), so nothing is lost with it. Until a new
+    // session connects, requests fail as the expired handle refuses them (unavailable); a new
+    // attempt is made at most once a second, before the next request. Watches added before the
+    // new session connected end too (they could not arm).
+    void recover_main() {
+        if (state_of(*main) != ZOO_EXPIRED_SESSION_STATE) {
+            return;
+        }
+        const auto now = clock::now();
+        if (now < next_main_attempt) {
+            return;
+        }
+        next_main_attempt = now + std::chrono::seconds(1);
+        if (!main_expiry_reported) {
+            main_expiry_reported = true;
+            NEREUS_LOG(meta_log(), warn, "zk: the store's session {:x} expired; reconnecting",
+                       zoo_client_id(main->zh)->client_id);
+            end_watches(errc::unavailable);
+            known_keys.clear();
+        }
+        auto c = connect(opt.session_timeout, false);
+        if (!c) {
+            return;
+        }
+        zookeeper_close(main->zh);
+        main = std::move(*c);
+        main_expiry_reported = false;
+        // A watch added while there was no session could not arm: end it too.
+        end_watches(errc::unavailable);
+        known_keys.clear();
+        NEREUS_LOG(meta_log(), info, "zk: new store session {:x}",
+                   zoo_client_id(main->zh)->client_id);
+    }
 
     void end_watches(errc e) {
         const std::lock_guard lock(wmu);
@@ -1053,6 +1095,7 @@ struct zk_store::impl {
                 t = std::move(tasks.front());
                 tasks.pop_front();
             }
+            recover_main();
             t();
         }
         std::vector<session_id> all;
@@ -1289,6 +1332,49 @@ void zk_store::close_session(session_id session, callback<void> done) {
               [i, shared] {
                   i->complete(std::move(*shared), result<void>(nereus::error(errc::closed)));
               });
+}
+
+result<void> zk_store::expire_own_session_for_test() {
+    auto* i = impl_.get();
+    std::promise<result<void>> done;
+    i->submit(
+        [i, &done] {
+            // The old connection may take the session back before the twin's close reaches the
+            // server (it reconnects as soon as the twin displaces it): then try again. A request
+            // on the old connection tells which happened.
+            for (int attempt = 0; attempt < 20; ++attempt) {
+                const clientid_t id = *zoo_client_id(i->main->zh);
+                zk_conn twin;
+                const int ms = static_cast<int>(i->opt.session_timeout.count());
+                twin.zh = zookeeper_init(i->opt.hosts.c_str(), &impl::on_event, ms, &id, &twin, 0);
+                if (twin.zh == nullptr) {
+                    done.set_value(nereus::error(errc::invalid_argument));
+                    return;
+                }
+                {
+                    std::unique_lock lock(twin.mu);
+                    twin.cv.wait_for(lock, i->opt.connect_timeout, [&] {
+                        return twin.state == ZOO_CONNECTED_STATE ||
+                               twin.state == ZOO_EXPIRED_SESSION_STATE;
+                    });
+                }
+                // Closing a connected handle closes its session on the server.
+                zookeeper_close(twin.zh);
+                Stat st{};
+                int rc = ZCONNECTIONLOSS;
+                for (int probe = 0; probe < 20 && rc == ZCONNECTIONLOSS; ++probe) {
+                    rc = zoo_exists(i->main->zh, i->opt.root.c_str(), 0, &st);
+                }
+                if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
+                    impl::state_of(*i->main) == ZOO_EXPIRED_SESSION_STATE) {
+                    done.set_value(result<void>());
+                    return;
+                }
+            }
+            done.set_value(nereus::error(errc::unavailable));
+        },
+        [&done] { done.set_value(nereus::error(errc::closed)); });
+    return done.get_future().get();
 }
 
 bool zk_store::is_callback_thread() const {

@@ -20,6 +20,10 @@
 // (closing the ZooKeeper session when keep_alive() lapses) and, if this process dies or stalls,
 // by the ZooKeeper session timeout (the server clamps it to [2, 20] ticks).
 //
+// The store's own session: when it expires (a stall past its timeout), every watch ends with
+// unavailable and the store opens a new session before its next request (it owns no ephemeral
+// keys, so nothing is lost); nereus sessions are not renewed (they end, as their owner must know).
+//
 // Unknown outcomes: a connection loss or timeout while a zoo_multi is outstanding completes the
 // request with errc::unknown_outcome (it may or may not have been applied; the caller re-reads).
 // A read that fails the same way completes with errc::unavailable (nothing was written).
@@ -80,6 +84,12 @@ public:
     void keep_alive(session_id session, callback<void> done) override;
     void close_session(session_id session, callback<void> done) override;
     bool is_callback_thread() const override;
+
+    // Test support: makes the server expire the store's own session, as a stall past the
+    // session timeout would (a second handle joins the session and closes it). Returns once the
+    // server has closed it and the store's connection has seen it expire; the store recovers
+    // on its next request or event.
+    [[nodiscard]] result<void> expire_own_session_for_test();
 
     struct impl;
 
