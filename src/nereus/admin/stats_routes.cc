@@ -343,6 +343,10 @@ std::string metrics_text(admin_context& ctx) {
                 "Journal blocks whose segment copies and completions ran on the applier thread "
                 "while the committer wrote the next block.",
                 log->pipelined_applies);
+        counter("nereus_log_paced_commits_total",
+                "Journal blocks whose write waited for journalMinSyncIntervalMicros after the "
+                "previous one started.",
+                log->paced_commits);
         counter("nereus_log_checkpoints_total", "Checkpoints completed.", log->checkpoints);
         counter("nereus_log_segment_rolls_total", "Segment files rolled.", log->segment_rolls);
         counter("nereus_log_journal_rolls_total", "Journal files rolled.", log->journal_rolls);

@@ -135,6 +135,8 @@ const std::map<std::string, setter, std::less<>>& keys() {
         {"dispatcherInlineReads", boolean(&standalone_options::inline_reads)},
         {"journalLeaderCommits", boolean(&standalone_options::leader_commits)},
         {"journalPipelinedApply", boolean(&standalone_options::pipelined_apply)},
+        {"journalMinSyncIntervalMicros",
+         unsigned_in(&standalone_options::min_sync_interval_us, 0, 100'000)},
         {"statsUpdateFrequencyInSecs", unsigned_in(&standalone_options::stats_interval_s, 1, 3600)},
         {"defaultRetentionTimeInMinutes",
          signed_in(&standalone_options::retention_time_minutes, -1, 1'000'000'000)},

@@ -28,6 +28,9 @@
 //   brokerShutdownTimeoutMs        graceful-stop budget for in-flight work
 //   dispatcherMaxReadBatchSize     entries read from a cursor per dispatch round
 //   dispatcherInlineReads          try dispatch reads on the io thread first (Nereus; false)
+//   journalLeaderCommits           an io thread may write the log's group itself (Nereus)
+//   journalPipelinedApply          apply large synced groups beside the next sync (Nereus)
+//   journalMinSyncIntervalMicros   journal writes start at least this far apart (Nereus; 0)
 //   defaultRetentionTimeInMinutes  keep acked data this long (-1 unlimited; 0: delete at once)
 //   defaultRetentionSizeInMB       keep the newest this many MB of acked data (-1 unlimited)
 //   retentionCheckIntervalInSeconds  period of the retention pass (trims every open topic)

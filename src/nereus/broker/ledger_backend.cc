@@ -513,6 +513,7 @@ public:
             so.segment_min_age = options_.segment_min_age;
             so.leader_commits = options_.leader_commits;
             so.pipelined_apply = options_.pipelined_apply;
+            so.min_sync_interval = options_.min_sync_interval;
             auto s = storage::reopening_store::open(fs, options_.data_dir + "/streams", so);
             if (!s) {
                 return nereus::error(s.error());

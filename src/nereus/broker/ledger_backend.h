@@ -81,6 +81,9 @@ struct ledger_backend_options {
     // storage::store_options::pipelined_apply for the embedded stream log: its segment copies and
     // completions overlap the next group's journal sync at high rates (storage/README.md).
     bool pipelined_apply = true;
+    // storage::store_options::min_sync_interval for the embedded stream log: its journal writes
+    // start at least this far apart (a cap on its sync rate; 0: none).
+    std::chrono::microseconds min_sync_interval{0};
     // Tests: the ledgers' persistence-step hook (ledger::ledger_options::fault_hook).
     std::function<bool(std::string_view)> ledger_fault_hook;
 };

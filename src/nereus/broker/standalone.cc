@@ -29,6 +29,7 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
     lo.segment_min_age = std::chrono::minutes(o.min_ledger_rollover_minutes);
     lo.leader_commits = o.leader_commits;
     lo.pipelined_apply = o.pipelined_apply;
+    lo.min_sync_interval = std::chrono::microseconds(o.min_sync_interval_us);
     auto backend = ledger_backend::open(lo);
     if (!backend) {
         std::fprintf(stderr, "nereus standalone: cannot open data directory %s%s%s: %s\n",

@@ -35,10 +35,11 @@ struct standalone_options {
     std::uint32_t keepalive_interval_s = 30;
     std::uint32_t stop_timeout_ms = 5'000;
     std::uint32_t dispatch_batch = 1'000;
-    bool inline_reads = false;            // broker_options::inline_reads
-    bool leader_commits = false;          // storage::store_options::leader_commits
-    bool pipelined_apply = true;          // storage::store_options::pipelined_apply
-    std::uint32_t stats_interval_s = 60;  // admin stats' rates: counters sampled this often
+    bool inline_reads = false;               // broker_options::inline_reads
+    bool leader_commits = false;             // storage::store_options::leader_commits
+    bool pipelined_apply = true;             // storage::store_options::pipelined_apply
+    std::uint32_t min_sync_interval_us = 0;  // storage::store_options::min_sync_interval
+    std::uint32_t stats_interval_s = 60;     // admin stats' rates: counters sampled this often
     // Retention (Pulsar's defaultRetentionTimeInMinutes / defaultRetentionSizeInMB, -1 =
     // unlimited; 0/0: data acked by every subscription is deleted) and the period of the
     // retention pass (retentionCheckIntervalInSeconds). doc/configuration.md.

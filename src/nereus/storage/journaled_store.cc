@@ -255,8 +255,8 @@ store_stats journaled_store::stats() const {
             stat_leader_commits_.load(),    stat_partial_spares_.load(),
             stat_fill_stops_.load(),        stat_partial_spares_passed_.load(),
             stat_spares_asked_.load(),      stat_pipelined_applies_.load(),
-            hist_commit_wait_.snapshot(),   hist_journal_write_.snapshot(),
-            hist_commit_apply_.snapshot()};
+            stat_paced_commits_.load(),     hist_commit_wait_.snapshot(),
+            hist_journal_write_.snapshot(), hist_commit_apply_.snapshot()};
 }
 
 tl::unexpected<std::error_code> journaled_store::corruption(errc code, corruption_info info) {
@@ -455,7 +455,9 @@ void journaled_store::lead_commit() {
         return;  // the committer took it
     }
     if (commit_busy_ || apply_busy_ || !committer_waiting_ || stop_ || failed_.load() ||
-        ckpt_requests_ > ckpt_taken_ || !leader_may_take()) {
+        ckpt_requests_ > ckpt_taken_ || !leader_may_take() ||
+        (opts_.min_sync_interval.count() > 0 &&
+         std::chrono::steady_clock::now() < last_sync_start_ + opts_.min_sync_interval)) {
         // Hand the group to the committer (or to the token's release, which wakes it).
         const bool wake = committer_waiting_ && committer_has_work();
         lock.unlock();
@@ -508,6 +510,7 @@ void journaled_store::committer_loop() {
             break;
         }
         commit_busy_ = true;
+        pace(lock);
         linger(lock);
         std::swap(pending_, committing_);
         pending_.reset();
@@ -572,6 +575,20 @@ void journaled_store::apply_loop() {
             work_cv_.notify_one();
         }
     }
+}
+
+void journaled_store::pace(std::unique_lock<std::mutex>& lock) {
+    // store_options::min_sync_interval. commit_busy_ is set and committer_idle_ is not, so
+    // appenders neither notify nor register a leader meanwhile: they only fill the group.
+    if (opts_.min_sync_interval.count() <= 0 || stop_ || pending_.appends.empty()) {
+        return;
+    }
+    const auto until = last_sync_start_ + opts_.min_sync_interval;
+    if (std::chrono::steady_clock::now() >= until) {
+        return;
+    }
+    stat_paced_commits_.fetch_add(1, std::memory_order_relaxed);
+    work_cv_.wait_until(lock, until, [&] { return stop_; });
 }
 
 void journaled_store::linger(std::unique_lock<std::mutex>& lock) {
@@ -644,6 +661,7 @@ bool journaled_store::write_group(group& g) {
     format::finish_block(block, next_block_seq_, static_cast<std::uint32_t>(g.appends.size()),
                          g.records_crc);
     const auto sync_start = std::chrono::steady_clock::now();
+    last_sync_start_ = sync_start;
     hist_commit_wait_.record(sync_start - g.first_append);
     // Durable when this returns: a direct write (O_DSYNC) of the block's pages, or a buffered
     // write and an fdatasync.

@@ -184,6 +184,9 @@ private:
     // this thread, or hand it to the committer (see "Leader commit" above).
     void lead_commit();
     static void run_leader(void* slot);
+    // Requires: mu_ held via `lock`; committer thread, commit_busy_ set. Waits until
+    // store_options::min_sync_interval after the last journal write started.
+    void pace(std::unique_lock<std::mutex>& lock);
     // Requires: mu_ held via `lock`; committer thread.
     void linger(std::unique_lock<std::mutex>& lock);
     // The group's durable journal write, then its apply inline (write_group + apply_group).
@@ -383,6 +386,8 @@ private:
     // the group-commit linger (store_options::max_commit_delay).
     std::size_t last_group_appends_ = 0;
     std::chrono::nanoseconds last_sync_{0};
+    // Token holder (written at a journal write's start, read by the next holder): for pace().
+    std::chrono::steady_clock::time_point last_sync_start_{};
     bool stop_ = false;
     bool closing_ = false;
     bool closed_ = false;
@@ -500,6 +505,7 @@ private:
     std::atomic<std::uint64_t> stat_spares_skipped_{0};
     std::atomic<std::uint64_t> stat_leader_commits_{0};
     std::atomic<std::uint64_t> stat_pipelined_applies_{0};
+    std::atomic<std::uint64_t> stat_paced_commits_{0};
     std::atomic<std::uint64_t> stat_partial_spares_{0};
     std::atomic<std::uint64_t> stat_fill_stops_{0};
     std::atomic<std::uint64_t> stat_partial_spares_passed_{0};

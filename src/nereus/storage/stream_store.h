@@ -55,6 +55,7 @@ struct store_stats {
                                           // that asked returns)
     std::uint64_t pipelined_applies = 0;  // of `commits`, groups applied by the applier thread
                                           // while the committer wrote the next one
+    std::uint64_t paced_commits = 0;      // of `commits`, those that waited for min_sync_interval
     // Where a group's commit latency goes, per journal block: from the group's first append to
     // the start of its journal write (the committer's wake-up and linger), the durable write
     // itself (O_DSYNC write, or write + fdatasync), and from its end to the last completion
@@ -80,6 +81,7 @@ struct store_stats {
         partial_spares_passed += o.partial_spares_passed;
         spares_asked += o.spares_asked;
         pipelined_applies += o.pipelined_applies;
+        paced_commits += o.paced_commits;
         commit_wait += o.commit_wait;
         journal_write += o.journal_write;
         commit_apply += o.commit_apply;

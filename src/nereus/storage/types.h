@@ -114,6 +114,14 @@ struct store_options {
     // CPU and context switches per message but raised publish p50/p99 on a loaded 2-core
     // machine (doc/perf.md, "round 3"); false: every group goes to the committer thread.
     bool leader_commits = false;
+    // Durable-write pacing: the next journal write starts no sooner than this long after the
+    // previous one started; appends made meanwhile join its group. A cap on the journal's
+    // write+sync rate (1 / interval) that trades publish p50 (up to one interval more at low
+    // rates) for fewer syncs. On the 2-core VMs measured, the host stalls a thread for 5-20 ms
+    // when fdatasyncs and thread wake-ups run at several thousand per second, and that set the
+    // publish p99 at 5,000 msg/s (doc/perf.md, "Pacing durable writes"). 0 (the default): a
+    // group is written as soon as the committer is free. Same durability either way.
+    std::chrono::microseconds min_sync_interval{0};
     // Pipelined apply (journaled_store.h, "Apply stage"): while the committer writes and syncs
     // group k+1, the applier thread copies group k into its segments and fires its
     // completions. Only when more appends wait (a high rate); a group with nothing queued

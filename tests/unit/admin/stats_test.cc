@@ -132,9 +132,9 @@ TEST_F(AdminTest, MetricsCarryTheStreamLogCounters) {
          {"nereus_log_checkpoints_total", "nereus_log_journal_rolls_total",
           "nereus_log_partial_spares_total", "nereus_log_fill_stops_total",
           "nereus_log_partial_spares_passed_total", "nereus_log_leader_commits_total",
-          "nereus_log_pipelined_applies_total", "nereus_log_segment_rolls_total",
-          "nereus_log_prepared_journals_total", "nereus_log_spares_skipped_total",
-          "nereus_log_spares_asked_total"}) {
+          "nereus_log_pipelined_applies_total", "nereus_log_paced_commits_total",
+          "nereus_log_segment_rolls_total", "nereus_log_prepared_journals_total",
+          "nereus_log_spares_skipped_total", "nereus_log_spares_asked_total"}) {
         EXPECT_GE(metric(m, name), 0) << name;
     }
     EXPECT_NE(m.find("# TYPE nereus_log_syncs_total counter"), std::string::npos);

@@ -33,7 +33,8 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
         "dispatcherMaxReadBatchSize=32\n"
         "dispatcherInlineReads=true\n"
         "journalLeaderCommits=true\n"
-        "journalPipelinedApply=false\n",
+        "journalPipelinedApply=false\n"
+        "journalMinSyncIntervalMicros=700\n",
         "t.conf", o);
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(o.port, 6651);
@@ -49,9 +50,17 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
     EXPECT_EQ(o.keepalive_interval_s, 5u);
     EXPECT_EQ(o.stop_timeout_ms, 100u);
     EXPECT_EQ(o.dispatch_batch, 32u);
-    EXPECT_TRUE(o.inline_reads);      // off by default
-    EXPECT_TRUE(o.leader_commits);    // off by default
-    EXPECT_FALSE(o.pipelined_apply);  // on by default
+    EXPECT_TRUE(o.inline_reads);              // off by default
+    EXPECT_TRUE(o.leader_commits);            // off by default
+    EXPECT_FALSE(o.pipelined_apply);          // on by default
+    EXPECT_EQ(o.min_sync_interval_us, 700u);  // 0 by default
+    for (const char* bad :
+         {"journalMinSyncIntervalMicros=-1\n", "journalMinSyncIntervalMicros=100001\n",
+          "journalMinSyncIntervalMicros=1ms\n"}) {
+        standalone_options b;
+        EXPECT_FALSE(parse_standalone_config(bad, "bad.conf", b)) << bad;
+        EXPECT_EQ(b.min_sync_interval_us, 0u) << bad;
+    }
 }
 
 TEST(StandaloneConfig, MetadataStoreUrlTakesZooKeeperUrlsOnly) {

@@ -74,6 +74,47 @@ TEST(GroupCommit, AppendsQueuedDuringACommitShareOneSync) {
     EXPECT_EQ(read_all(*s, stream_id(1)).size(), 1001U);
 }
 
+// Durable-write pacing (store_options::min_sync_interval): the journal write after a write that
+// started at T starts no sooner than T + interval, and the appends made meanwhile share it.
+// Only lower bounds on time are checked (the pacing guarantees them); with the interval at 2 s,
+// twenty appends made right after a write all fall inside its window.
+TEST(GroupCommit, MinSyncIntervalSpacesJournalWritesAndGroupsTheAppendsMadeMeanwhile) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    store_options o;
+    EXPECT_EQ(o.min_sync_interval.count(), 0);  // off by default
+    o.min_sync_interval = std::chrono::seconds(2);
+    auto s = open_store(fs, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    const auto before = fs->journal_syncs.load();
+    const auto first_start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(s->append_sync(stream_id(1), payload(1, 0, 100)));  // written at once
+    EXPECT_EQ(fs->journal_syncs.load() - before, 1U);
+    EXPECT_EQ(s->stats().paced_commits, 0U);
+
+    pending_counter pending;
+    std::atomic<int> ok{0};
+    std::atomic<std::int64_t> last_done_ns{0};
+    pending.add(20);
+    for (int i = 1; i <= 20; ++i) {
+        s->append(stream_id(1), payload(1, i, 100), [&](result<offset> r) {
+            ok += r ? 1 : 0;
+            last_done_ns = (std::chrono::steady_clock::now() - first_start).count();
+            pending.done();
+        });
+    }
+    pending.wait();
+    EXPECT_EQ(ok.load(), 20);
+    EXPECT_GE(std::chrono::nanoseconds(last_done_ns.load()), std::chrono::seconds(2));
+    EXPECT_EQ(fs->journal_syncs.load() - before, 2U);  // the twenty shared one write
+    EXPECT_EQ(s->stats().paced_commits, 1U);
+    EXPECT_EQ(read_all(*s, stream_id(1)).size(), 21U);
+    ASSERT_TRUE(s->close());  // a paced group is not held up by a close
+    auto again = open_store(fs, "/db");
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(read_all(*again, stream_id(1)).size(), 21U);
+}
+
 // The commit-latency histograms (store_stats, /metrics): one count per journal block in each,
 // and a group held behind a slow sync shows it in its wait; the held sync, in its write. Only
 // lower bounds are checked (a sleep guarantees them), never an upper one.

@@ -107,6 +107,52 @@ TEST(LeaderCommit, TheAppendingThreadCommitsItsBatchAtTheScopeEnd) {
     ASSERT_TRUE(s->close());
 }
 
+// Pacing (store_options::min_sync_interval) binds a leader too: inside the interval, the scope's
+// end hands its group to the committer, which waits out the interval.
+TEST(LeaderCommit, ALeaderDoesNotWriteInsideTheMinSyncInterval) {
+    auto fs = std::make_shared<counting_file_system>(std::make_shared<fault_file_system>());
+    store_options o = leader_options();
+    o.min_sync_interval = std::chrono::seconds(1);
+    auto s = open_store(fs, "/db", o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    // Outside the interval a scope leads (a few rounds, each after the interval has passed).
+    std::uint64_t seq = 0;
+    bool led = false;
+    for (int round = 0; round < 10 && !led; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+        const auto before = s->stats().leader_commits;
+        seen first;
+        {
+            const flush_batch batch;
+            s->append(stream_id(1), payload(1, seq++, 100),
+                      [&](result<offset> r) { first.add(r); });
+        }
+        for (int i = 0; i < 30000 && first.size() == 0; ++i) {  // bounded: 30 s
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        led = s->stats().leader_commits > before;
+    }
+    ASSERT_TRUE(led);  // a write just started, on this thread
+    const auto start = std::chrono::steady_clock::now();
+    const auto leaders = s->stats().leader_commits;
+    seen got;
+    {
+        const flush_batch batch;
+        s->append(stream_id(1), payload(1, seq++, 100), [&](result<offset> r) { got.add(r); });
+    }
+    for (int i = 0; i < 30000 && got.size() == 0; ++i) {  // bounded: 30 s
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(got.size(), 1U);
+    EXPECT_NE(got.threads.front(), std::this_thread::get_id());  // the committer wrote it
+    EXPECT_EQ(s->stats().leader_commits, leaders);
+    EXPECT_GE(s->stats().paced_commits, 1U);
+    // The settling commit started before `start`, so this is a lower bound less than 1 s.
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+    ASSERT_TRUE(s->close());
+}
+
 TEST(LeaderCommit, WithoutAScopeOrWhenDisabledTheCommitterCommits) {
     for (const bool enabled : {true, false}) {
         auto fs = std::make_shared<fault_file_system>();
