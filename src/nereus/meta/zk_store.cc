@@ -161,8 +161,12 @@ struct zk_store::impl {
     std::string keys_dir;
     std::string sessions_dir;
     std::unique_ptr<zk_conn> main;
-    // Worker-confined: recover_main's pacing, and whether this expiry was already reported.
+    // Worker-confined (recover_main): the new session being connected after `main` expired,
+    // when the next attempt may start and when this one is given up, and whether the expiry
+    // was already reported.
+    std::unique_ptr<zk_conn> next_main;
     clock::time_point next_main_attempt{};
+    clock::time_point next_main_deadline{};
     bool main_expiry_reported = false;
 
     // The worker: runs tasks one at a time, in submission order.
@@ -288,10 +292,11 @@ struct zk_store::impl {
             sid = c->sid;
         }
         c->cv.notify_all();
-        if (state == ZOO_EXPIRED_SESSION_STATE && c->is_main && c->owner != nullptr) {
+        if (c->is_main && c->owner != nullptr &&
+            (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_CONNECTED_STATE)) {
             // The store's own session is gone (this process or the server stalled past its
-            // timeout), and with it the server-side watches. The worker ends every watch and
-            // opens a new session (recover_main).
+            // timeout), and with it the server-side watches; or a replacement connected. The
+            // worker ends every watch and opens or installs a new session (recover_main).
             auto* self = c->owner;
             self->submit([self] { self->recover_main(); }, [] {});
             return;
@@ -303,7 +308,9 @@ struct zk_store::impl {
         }
     }
 
-    result<std::unique_ptr<zk_conn>> connect(std::chrono::milliseconds timeout, bool is_session) {
+    // Starts a connection (zookeeper_init does not wait for it).
+    result<std::unique_ptr<zk_conn>> start_connect(std::chrono::milliseconds timeout,
+                                                   bool is_session) {
         auto c = std::make_unique<zk_conn>();
         c->owner = this;
         c->is_main = !is_session;
@@ -314,6 +321,16 @@ struct zk_store::impl {
                        errno);
             return nereus::error(errc::invalid_argument);
         }
+        return c;
+    }
+
+    // Connects, waiting up to opt.connect_timeout.
+    result<std::unique_ptr<zk_conn>> connect(std::chrono::milliseconds timeout, bool is_session) {
+        auto started = start_connect(timeout, is_session);
+        if (!started) {
+            return started;
+        }
+        auto c = std::move(*started);
         bool ok = false;
         {
             std::unique_lock lock(c->mu);
@@ -342,19 +359,16 @@ struct zk_store::impl {
     // Worker: when the store's own session has expired, ends every watch with unavailable
     // (events may have been missed; the caller re-lists and watches again) and replaces the
     // connection with a new session. The main session owns no ephemeral keys (those belong to
-    // nereus sessions, each its own connection), so nothing is lost with it. Until a new
-    // session connects, requests fail as the expired handle refuses them (unavailable); a new
-    // attempt is made at most once a second, before the next request. Watches added before the
-    // new session connected end too (they could not arm).
+    // nereus sessions, each its own connection), so nothing is lost with it. The new session
+    // connects in the background (its CONNECTED event brings the worker back here): until it
+    // does, requests fail at once as the expired handle refuses them (unavailable). An attempt
+    // that has not connected within connect_timeout is dropped, and attempts start at most once
+    // a second. Watches added before the new session is installed end too (they could not arm).
     void recover_main() {
         if (state_of(*main) != ZOO_EXPIRED_SESSION_STATE) {
             return;
         }
         const auto now = clock::now();
-        if (now < next_main_attempt) {
-            return;
-        }
-        next_main_attempt = now + std::chrono::seconds(1);
         if (!main_expiry_reported) {
             main_expiry_reported = true;
             NEREUS_LOG(meta_log(), warn, "zk: the store's session {:x} expired; reconnecting",
@@ -362,18 +376,33 @@ struct zk_store::impl {
             end_watches(errc::unavailable);
             known_keys.clear();
         }
-        auto c = connect(opt.session_timeout, false);
-        if (!c) {
+        if (next_main) {
+            const int st = state_of(*next_main);
+            if (st == ZOO_CONNECTED_STATE) {
+                zookeeper_close(main->zh);
+                main = std::move(next_main);
+                main_expiry_reported = false;
+                end_watches(errc::unavailable);
+                known_keys.clear();
+                NEREUS_LOG(meta_log(), info, "zk: new store session {:x}",
+                           zoo_client_id(main->zh)->client_id);
+                return;
+            }
+            if (st != ZOO_EXPIRED_SESSION_STATE && st != ZOO_AUTH_FAILED_STATE &&
+                now < next_main_deadline) {
+                return;  // still connecting
+            }
+            zookeeper_close(next_main->zh);
+            next_main.reset();
+        }
+        if (now < next_main_attempt) {
             return;
         }
-        zookeeper_close(main->zh);
-        main = std::move(*c);
-        main_expiry_reported = false;
-        // A watch added while there was no session could not arm: end it too.
-        end_watches(errc::unavailable);
-        known_keys.clear();
-        NEREUS_LOG(meta_log(), info, "zk: new store session {:x}",
-                   zoo_client_id(main->zh)->client_id);
+        next_main_attempt = now + std::chrono::seconds(1);
+        next_main_deadline = now + opt.connect_timeout;
+        if (auto c = start_connect(opt.session_timeout, false)) {
+            next_main = std::move(*c);
+        }
     }
 
     void end_watches(errc e) {
@@ -1104,6 +1133,9 @@ struct zk_store::impl {
         }
         for (const auto sid : all) {
             end_session(sid);
+        }
+        if (next_main) {
+            zookeeper_close(next_main->zh);
         }
         zookeeper_close(main->zh);
     }

@@ -21,8 +21,9 @@
 // by the ZooKeeper session timeout (the server clamps it to [2, 20] ticks).
 //
 // The store's own session: when it expires (a stall past its timeout), every watch ends with
-// unavailable and the store opens a new session before its next request (it owns no ephemeral
-// keys, so nothing is lost); nereus sessions are not renewed (they end, as their owner must know).
+// unavailable and the store connects a new session in the background, failing requests with
+// unavailable until it is installed (the store's session owns no ephemeral keys, so nothing is
+// lost); nereus sessions are not renewed (they end, as their owner must know).
 //
 // Unknown outcomes: a connection loss or timeout while a zoo_multi is outstanding completes the
 // request with errc::unknown_outcome (it may or may not have been applied; the caller re-reads).
