@@ -401,8 +401,13 @@ TEST_P(FaultInjection, ClientsGetErrorsNothingUnpersistedIsConfirmedAndTheBroker
             ASSERT_TRUE(c) << "no connection before arming the fault; last error: " << last_error_;
             fc.arm(*fs_, *meta_);
         }
-        // At least 4 rounds; more (bounded) until the fault reached something: how many
-        // CASes a round takes depends on group commit.
+        // At least 4 rounds; more (bounded: 200 rounds or 15 s) until the fault reached
+        // something: how many CASes a round takes depends on group commit, and a round ends
+        // once its sends are answered, which can be before any message was dispatched (a
+        // loaded machine once ran all 20 rounds of the old bound in 46 ms with no delivery, so
+        // no ack and no cursor CAS met the armed fault). Past round 4, a pause between rounds
+        // gives the dispatch its time.
+        const auto rounds_until = std::chrono::steady_clock::now() + 15s;
         auto seen = [&] {
             switch (fc.seen) {
                 case must_see::send_error:
@@ -416,8 +421,13 @@ TEST_P(FaultInjection, ClientsGetErrorsNothingUnpersistedIsConfirmedAndTheBroker
             }
             return true;
         };
-        for (int round = 0; c && !c->closed() && round < 20 && (round < 4 || !seen()); ++round) {
+        for (int round = 0; c && !c->closed() && (round < 4 || !seen()) && round < 200 &&
+                            std::chrono::steady_clock::now() < rounds_until;
+             ++round) {
             EXPECT_TRUE(load(*c, v, 10, true)) << "round " << round;
+            if (round >= 4 && !seen()) {
+                std::this_thread::sleep_for(20ms);
+            }
         }
         expect_no_dirty_read(v);
     }
@@ -431,7 +441,8 @@ TEST_P(FaultInjection, ClientsGetErrorsNothingUnpersistedIsConfirmedAndTheBroker
         case must_see::meta_fault_fired:
             EXPECT_GT(meta_->fired(), 0U)
                 << "the metadata fault never fired (multis seen: " << meta_->multis_seen()
-                << ", acks " << v.acked.size() << ", receipts " << v.receipt.size() << ")";
+                << ", acks " << v.acked.size() << ", receipts " << v.receipt.size()
+                << ", delivered " << v.delivered.size() << ")";
             break;
         case must_see::nothing:
             break;
