@@ -455,9 +455,7 @@ void journaled_store::lead_commit() {
         return;  // the committer took it
     }
     if (commit_busy_ || apply_busy_ || !committer_waiting_ || stop_ || failed_.load() ||
-        ckpt_requests_ > ckpt_taken_ || !leader_may_take() ||
-        (opts_.min_sync_interval.count() > 0 &&
-         std::chrono::steady_clock::now() < last_sync_start_ + opts_.min_sync_interval)) {
+        ckpt_requests_ > ckpt_taken_ || !leader_may_take() || inside_sync_interval()) {
         // Hand the group to the committer (or to the token's release, which wakes it).
         const bool wake = committer_waiting_ && committer_has_work();
         lock.unlock();
@@ -580,15 +578,16 @@ void journaled_store::apply_loop() {
 void journaled_store::pace(std::unique_lock<std::mutex>& lock) {
     // store_options::min_sync_interval. commit_busy_ is set and committer_idle_ is not, so
     // appenders neither notify nor register a leader meanwhile: they only fill the group.
-    if (opts_.min_sync_interval.count() <= 0 || stop_ || pending_.appends.empty()) {
-        return;
-    }
-    const auto until = last_sync_start_ + opts_.min_sync_interval;
-    if (std::chrono::steady_clock::now() >= until) {
+    if (stop_ || pending_.appends.empty() || !inside_sync_interval()) {
         return;
     }
     stat_paced_commits_.fetch_add(1, std::memory_order_relaxed);
-    work_cv_.wait_until(lock, until, [&] { return stop_; });
+    work_cv_.wait_until(lock, last_sync_start_ + opts_.min_sync_interval, [&] { return stop_; });
+}
+
+bool journaled_store::inside_sync_interval() const {
+    return opts_.min_sync_interval.count() > 0 &&
+           std::chrono::steady_clock::now() < last_sync_start_ + opts_.min_sync_interval;
 }
 
 void journaled_store::linger(std::unique_lock<std::mutex>& lock) {

@@ -187,6 +187,9 @@ private:
     // Requires: mu_ held via `lock`; committer thread, commit_busy_ set. Waits until
     // store_options::min_sync_interval after the last journal write started.
     void pace(std::unique_lock<std::mutex>& lock);
+    // mu_ held, token holder or deciding to take it: a journal write started less than
+    // store_options::min_sync_interval ago (always false when the interval is 0).
+    [[nodiscard]] bool inside_sync_interval() const;
     // Requires: mu_ held via `lock`; committer thread.
     void linger(std::unique_lock<std::mutex>& lock);
     // The group's durable journal write, then its apply inline (write_group + apply_group).
