@@ -137,11 +137,18 @@ result<bool> journaled_store::prepare_spare() {
     for (std::uint64_t pos = 0; pos < opts_.journal_max_bytes;) {
         {
             std::unique_lock lock(prep_mu_);
-            if (rate > 0 && pos > 0) {
+            // A taken file filled prepare_lead_bytes ahead of its writer is not paced (also
+            // when the take comes during a pace wait): the lead bounds the fill to the writer's
+            // rate, and a pace below that rate would let a fast writer overtake the fill and
+            // write the rest unprepared (doc/perf.md, "Prepared files for fast writers").
+            const auto follows_writer = [&] {
+                return fill_taken_ && opts_.prepare_lead_bytes > 0;
+            };
+            if (rate > 0 && pos > 0 && !follows_writer()) {
                 const auto due =
                     t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                              std::chrono::duration<double>(static_cast<double>(pos) / rate));
-                prep_cv_.wait_until(lock, due, stopped);
+                prep_cv_.wait_until(lock, due, [&] { return stopped() || follows_writer(); });
             }
             // A taken file is filled only prepare_lead_bytes ahead of the committer; a spare
             // not taken waits while a fast writer commits (fill_held_for_writer: looked at

@@ -65,13 +65,16 @@ struct store_options {
     bool direct_journal_writes = true;
     // A spare is asked for only while the journal is written slower than this (bytes per second
     // over the journal's commits of the last 100 ms, at most 32 and at least the last two,
-    // across files). A writer at max rate gains little from a prepared file, and the zero-fill
-    // would double the disk's writes under it (measured: max-rate 100 B produce lost 11-27 %
-    // while a spare was written): a spare's fill waits while such a writer commits, and goes on
-    // once it is slow or idle. The same measure decides whether a spare still being filled is
-    // taken (only below this rate, and not by the first commit after an idle gap: a fast writer
-    // would catch up with the fill at once and wait for it). 0: no limit.
-    std::uint64_t prepare_max_bytes_per_s = 16ULL << 20;
+    // across files). The zero-fill doubles the journal's disk writes: above this rate it would
+    // compete with the writer for the disk, so a spare's fill waits while such a writer
+    // commits, and goes on once it is slow or idle. Below it, a writer gains from prepared
+    // files even at max rate (one O_DIRECT write per commit instead of a write, an fdatasync
+    // and an inode update: 100 B produce +6-24 %, doc/perf.md, "Prepared files for fast
+    // writers"); 100 B records at max rate are ~100 MB/s here, 1 KiB ones ~350 MB/s. The same
+    // measure decides whether a spare still being filled is taken (only below this rate, and
+    // not by the first commit after an idle gap: a fast writer would catch up with the fill at
+    // once and wait for it). 0: no limit.
+    std::uint64_t prepare_max_bytes_per_s = 256ULL << 20;
     // The clock of that rate measure (tests: a manual clock, so that "fast" and "slow" do not
     // depend on the machine's speed). nullptr: the committer's steady_clock readings.
     std::chrono::steady_clock::time_point (*rate_clock)() = nullptr;
@@ -91,8 +94,9 @@ struct store_options {
     // an unprepared active file (after a max-rate phase, or an open without a spare) switches
     // to it, and the preparer goes on filling ahead of the committer's write position
     // (doc/format/segment.md, "Prepared journal files"). After that switch the fill stays at
-    // most this many bytes ahead of the committer (so it writes about as fast as the commits,
-    // not prepare_bytes_per_s beside them). 0: fill the rest at prepare_bytes_per_s.
+    // most this many bytes ahead of the committer, unpaced (so it writes about as fast as the
+    // commits, not prepare_bytes_per_s beside them, and keeps ahead of a writer faster than
+    // prepare_bytes_per_s). 0: fill the rest at prepare_bytes_per_s.
     std::uint64_t prepare_lead_bytes = 4ULL << 20;
     // A checkpoint starts once this many journal bytes were written since the last one.
     std::uint64_t checkpoint_bytes = 32ULL << 20;

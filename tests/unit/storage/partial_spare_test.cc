@@ -271,6 +271,41 @@ TEST_F(PartialSpare, AnUnpreparedFileSwitchesToASpareOnceItsFirstChunkIsDurable)
     expect_all_acked(*s);
 }
 
+// After the take, the fill runs prepare_lead_bytes ahead of the writer without its pace: a
+// writer faster than prepare_bytes_per_s would otherwise overtake it and write the rest of the
+// file unprepared (doc/perf.md, "Prepared files for fast writers"). Here the pace is 1 byte
+// per second, so a paced second chunk would be due in about an hour; the take comes while the
+// preparer waits for it. The fill still stops at the lead: the file is not filled to its end.
+TEST_F(PartialSpare, ATakenFileIsFilledItsLeadAheadOfTheWriterWithoutThePace) {
+    store_options o = fill_options();
+    o.prepare_bytes_per_s = 1;
+    o.prepare_lead_bytes = 16 << 10;  // four chunks
+    auto gate = std::make_shared<fill_gate>(fs_);
+    auto s = open(gate, o);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->create_stream(stream_id(1)));
+    ASSERT_NO_FATAL_FAILURE(append_until_partial(*s));
+    const std::string j = last_journal();
+    const std::uint64_t write_end = scan(j).end_pos;
+    const std::uint64_t chunk = o.prepare_chunk_bytes;
+    // No append from here on: the write end stays, and the fill must reach write_end + lead.
+    const std::uint64_t want = (write_end + o.prepare_lead_bytes + chunk - 1) / chunk;
+    ASSERT_NO_FATAL_FAILURE(wait_for([&] { return gate->syncs_of(0) >= want; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_LE(gate->syncs_of(0), want + 1) << "filled past its lead";
+    EXPECT_LT(gate->syncs_of(0), o.journal_max_bytes / chunk);
+    EXPECT_EQ(s->stats().fill_stops, 0U);
+    EXPECT_EQ(last_journal(), j);
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_NO_FATAL_FAILURE(append(*s));
+    }
+    ASSERT_TRUE(s->close());
+    expect_clean();
+    s = open(fs_);
+    ASSERT_NE(s, nullptr);
+    expect_all_acked(*s);
+}
+
 // The committer catches up with a fill held in its second chunk's sync: it stops the fill,
 // waits for that chunk (and only it), then writes past the fill end as into an unprepared
 // file. Every acknowledged append survives a kill and a power cut.
