@@ -31,6 +31,8 @@
 //   journalLeaderCommits           an io thread may write the log's group itself (Nereus)
 //   journalPipelinedApply          apply large synced groups beside the next sync (Nereus)
 //   journalMinSyncIntervalMicros   journal writes start at least this far apart (Nereus; 0)
+//   journalPreparedFiles           write the journal into zero-filled files (Nereus; true)
+//   journalPrepareMaxMBPerSecond   ... only while it is written slower (Nereus; 256, 0: always)
 //   defaultRetentionTimeInMinutes  keep acked data this long (-1 unlimited; 0: delete at once)
 //   defaultRetentionSizeInMB       keep the newest this many MB of acked data (-1 unlimited)
 //   retentionCheckIntervalInSeconds  period of the retention pass (trims every open topic)

@@ -84,6 +84,12 @@ struct ledger_backend_options {
     // storage::store_options::min_sync_interval for the embedded stream log: its journal writes
     // start at least this far apart (a cap on its sync rate; 0: none).
     std::chrono::microseconds min_sync_interval{0};
+    // storage::store_options::prepare_journal_files and prepare_max_bytes_per_s for the embedded
+    // stream log: its journal is written into prepared (zero-filled) files while it is written
+    // slower than the rate (0: at any rate). The same defaults as store_options (a broker test
+    // checks them).
+    bool prepare_journal_files = true;
+    std::uint64_t prepare_max_bytes_per_s = 256ULL << 20;
     // Tests: the ledgers' persistence-step hook (ledger::ledger_options::fault_hook).
     std::function<bool(std::string_view)> ledger_fault_hook;
 };

@@ -30,6 +30,8 @@ int run_standalone(const standalone_options& o, standalone_service_factory extra
     lo.leader_commits = o.leader_commits;
     lo.pipelined_apply = o.pipelined_apply;
     lo.min_sync_interval = std::chrono::microseconds(o.min_sync_interval_us);
+    lo.prepare_journal_files = o.prepared_journal_files;
+    lo.prepare_max_bytes_per_s = std::uint64_t{o.prepare_max_mib_s} << 20;
     auto backend = ledger_backend::open(lo);
     if (!backend) {
         std::fprintf(stderr, "nereus standalone: cannot open data directory %s%s%s: %s\n",

@@ -39,6 +39,8 @@ struct standalone_options {
     bool leader_commits = false;             // storage::store_options::leader_commits
     bool pipelined_apply = true;             // storage::store_options::pipelined_apply
     std::uint32_t min_sync_interval_us = 0;  // storage::store_options::min_sync_interval
+    bool prepared_journal_files = true;      // storage::store_options::prepare_journal_files
+    std::uint32_t prepare_max_mib_s = 256;   // store_options::prepare_max_bytes_per_s, MiB/s
     std::uint32_t stats_interval_s = 60;     // admin stats' rates: counters sampled this often
     // Retention (Pulsar's defaultRetentionTimeInMinutes / defaultRetentionSizeInMB, -1 =
     // unlimited; 0/0: data acked by every subscription is deleted) and the period of the

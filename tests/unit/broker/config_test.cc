@@ -2,6 +2,9 @@
 // kind of bad input failing closed (error with the line, options untouched).
 #include "nereus/broker/config.h"
 
+#include "nereus/broker/ledger_backend.h"
+#include "nereus/storage/types.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -34,7 +37,9 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
         "dispatcherInlineReads=true\n"
         "journalLeaderCommits=true\n"
         "journalPipelinedApply=false\n"
-        "journalMinSyncIntervalMicros=700\n",
+        "journalMinSyncIntervalMicros=700\n"
+        "journalPreparedFiles=false\n"
+        "journalPrepareMaxMBPerSecond=0\n",
         "t.conf", o);
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(o.port, 6651);
@@ -54,6 +59,22 @@ TEST(StandaloneConfig, ParsesPulsarKeysCommentsAndSpaces) {
     EXPECT_TRUE(o.leader_commits);            // off by default
     EXPECT_FALSE(o.pipelined_apply);          // on by default
     EXPECT_EQ(o.min_sync_interval_us, 700u);  // 0 by default
+    EXPECT_FALSE(o.prepared_journal_files);   // on by default
+    EXPECT_EQ(o.prepare_max_mib_s, 0u);       // 256 by default
+    // The broker's defaults are the stream log's own.
+    const standalone_options d;
+    const storage::store_options so;
+    const ledger_backend_options lo;
+    EXPECT_EQ(d.prepared_journal_files, so.prepare_journal_files);
+    EXPECT_EQ(std::uint64_t{d.prepare_max_mib_s} << 20, so.prepare_max_bytes_per_s);
+    EXPECT_EQ(lo.prepare_journal_files, so.prepare_journal_files);
+    EXPECT_EQ(lo.prepare_max_bytes_per_s, so.prepare_max_bytes_per_s);
+    for (const char* bad : {"journalPrepareMaxMBPerSecond=-1\n",
+                            "journalPrepareMaxMBPerSecond=1000001\n", "journalPreparedFiles=2\n"}) {
+        standalone_options b;
+        EXPECT_FALSE(parse_standalone_config(bad, "bad.conf", b)) << bad;
+        EXPECT_EQ(b.prepare_max_mib_s, 256u) << bad;
+    }
     for (const char* bad :
          {"journalMinSyncIntervalMicros=-1\n", "journalMinSyncIntervalMicros=100001\n",
           "journalMinSyncIntervalMicros=1ms\n"}) {
