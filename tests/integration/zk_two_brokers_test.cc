@@ -8,6 +8,10 @@
 //   (b) the owner is SIGSTOPped, the other claims, the old owner is SIGCONTed with sends and
 //       acks pending: it confirms none of them, and no client holds a receipt or an ack
 //       confirmation that the new owner lacks.
+//   (d) the owner is SIGSTOPped past its session and nobody else claims: once SIGCONTed it
+//       releases its topics under the expired session, opens a new one, and serves the same
+//       topic again in the same process (a new claim and a copy of its own stream log), with
+//       every receipted message and every confirmed ack as before.
 
 #include <gtest/gtest.h>
 
@@ -63,6 +67,28 @@ protected:
             return nullptr;
         }
         return c;
+    }
+
+    // Connects to `b` until it serves `topic` (LOOKUP answers Connect and a producer
+    // `producer_id` opens: the open claims the topic), retrying until `deadline`; requests
+    // are numbered from *req on. Null if it never did.
+    static std::unique_ptr<wire_client> open_producer_until(broker_proc& b,
+                                                            std::string_view topic,
+                                                            std::uint64_t producer_id,
+                                                            clock_type::time_point deadline,
+                                                            std::uint64_t* req) {
+        while (clock_type::now() < deadline) {
+            auto c = connect(b.port());
+            if (!c) {
+                return nullptr;
+            }
+            auto l = lookup(*c, topic, (*req)++);
+            if (l && l->connect && create_producer(*c, topic, producer_id, (*req)++)) {
+                return c;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return nullptr;
     }
 
     // Consumes everything the subscription delivers; payload → entry id.
@@ -310,19 +336,9 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
     a_->signal(SIGSTOP);
     const auto stopped = clock_type::now();
     // B claims once A's session expired.
-    std::unique_ptr<wire_client> nb;
-    bool claimed = false;
     std::uint64_t r2 = 1;
-    while (!claimed && clock_type::now() - stopped < std::chrono::seconds(20)) {
-        nb = connect(b_->port());
-        ASSERT_TRUE(nb);
-        auto l = lookup(*nb, topic, r2++);
-        claimed = l && l->connect && create_producer(*nb, topic, 3, r2++);
-        if (!claimed) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    ASSERT_TRUE(claimed);
+    auto nb = open_producer_until(*b_, topic, 3, stopped + std::chrono::seconds(20), &r2);
+    ASSERT_TRUE(nb);
     // Scenario 34: B has claimed but not written the stream record or the cursor root yet, so
     // A's delayed CASes still name the current versions; only the owner-session fence can
     // reject them. A wakes up: more sends and acks on its old connections; then everything A
@@ -425,6 +441,86 @@ TEST_F(ZkTwoBrokers, AStoppedOwnerThatWakesUpConfirmsNothingTheNewOwnerLacks) {
         EXPECT_FALSE(receipted.contains(seq_payload.at(s)))
             << seq_payload.at(s) << ": receipt from a superseded owner";
     }
+    EXPECT_EQ(b_->stop(SIGTERM), 0);
+}
+
+// (d) An owner whose session expired reclaims its topics under a new session, in-process.
+TEST_F(ZkTwoBrokers, AnOwnerWhoseSessionExpiredServesItsTopicAgainInTheSameProcess) {
+    const std::string topic = "persistent://public/default/renewed";
+    auto c = connect(a_->port());
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(subscribe_shared(*c, topic, "s", 0, 1));
+    ASSERT_TRUE(create_producer(*c, topic, 0, 2));
+    for (std::uint64_t i = 0; i < 20; ++i) {
+        c->send_message(0, i, "a-" + std::to_string(i));
+    }
+    for (int i = 0; i < 20; ++i) {
+        auto r = c->expect(command_type::send_receipt);
+        ASSERT_TRUE(r) << i;
+    }
+    std::uint64_t ledger = 0;
+    auto delivered = drain(*c, 0, &ledger);
+    ASSERT_EQ(delivered.size(), 20U);
+    std::set<std::string> acked;
+    std::uint64_t req = 100;
+    auto it = delivered.begin();
+    for (int i = 0; i < 5; ++i, ++it) {
+        send_ack(*c, 0, ledger, it->second, req++);
+        acked.insert(it->first);
+    }
+    for (int i = 0; i < 5; ++i) {
+        auto r = c->expect(command_type::ack_response);
+        ASSERT_TRUE(r);
+        ASSERT_FALSE(r->cmd.ackresponse().has_error());
+    }
+    // Frozen for three 1 s session timeouts: ZooKeeper expires the owner session and deletes
+    // its ownership node. B is never asked for the topic.
+    a_->signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    a_->signal(SIGCONT);
+    auto log_count = [&](std::string_view what) {
+        std::ifstream in(dir_.sub("a.log"));
+        std::string line;
+        int n = 0;
+        while (std::getline(in, line)) {
+            n += line.find(what) != std::string::npos ? 1 : 0;
+        }
+        return n;
+    };
+    auto log_has = [&](std::string_view what) {
+        return log_count(what) > 0;
+    };
+    const auto woke = clock_type::now();
+    while (!log_has("topic lost:") && clock_type::now() - woke < std::chrono::seconds(20)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(log_has("topic lost:")) << "A never noticed that its owner session expired";
+    // A new client on A: the producer's open claims the topic again under A's new session.
+    std::uint64_t r2 = 1;
+    auto n = open_producer_until(*a_, topic, 3, woke + std::chrono::seconds(30), &r2);
+    ASSERT_TRUE(n) << "A did not serve the topic again";
+    EXPECT_TRUE(log_has("expired: releasing")) << "the claim was not made under a new session";
+    EXPECT_EQ(log_count("topic claimed: "), 2) << "claimed once before the freeze, once after";
+    for (std::uint64_t i = 0; i < 10; ++i) {
+        n->send_message(3, i, "n-" + std::to_string(i));
+    }
+    for (int i = 0; i < 10; ++i) {
+        auto r = n->expect(command_type::send_receipt);
+        ASSERT_TRUE(r) << i;
+    }
+    // Every receipted message not acked is delivered again, no confirmed ack is undone.
+    ASSERT_TRUE(subscribe_shared(*n, topic, "s", 9, r2++));
+    std::uint64_t ledger_n = 0;
+    auto now_delivered = drain(*n, 9, &ledger_n);
+    for (std::uint64_t i = 0; i < 20; ++i) {
+        const std::string p = "a-" + std::to_string(i);
+        EXPECT_EQ(now_delivered.contains(p), !acked.contains(p)) << p;
+    }
+    for (std::uint64_t i = 0; i < 10; ++i) {
+        EXPECT_TRUE(now_delivered.contains("n-" + std::to_string(i))) << i;
+    }
+    EXPECT_EQ(now_delivered.size(), 25U);
+    EXPECT_EQ(a_->stop(SIGTERM), 0);
     EXPECT_EQ(b_->stop(SIGTERM), 0);
 }
 
