@@ -84,11 +84,13 @@ struct store_options {
     std::uint64_t prepare_chunk_bytes = 1ULL << 20;
     // ... at most this many bytes per second (0: as fast as the disk takes them). A spare is
     // asked for at half of a prepared file (or 1 MiB into an unprepared one) while the journal
-    // is written slower than prepare_max_bytes_per_s, so the file fills no sooner than
-    // journal_max_bytes / 2 / prepare_max_bytes_per_s after the request: keep this at least
-    // 2 x prepare_max_bytes_per_s and the spare is ready before it is needed (measured, in
-    // doc/perf.md: with the paced fill, commit syncs over 5 ms during a fill 12 -> 6.5 per
-    // 4 s window, and a 5,000 msg/s run's p999 just after a max-rate run 17.5 -> 10.6 ms).
+    // is written slower than prepare_max_bytes_per_s. A writer slower than half this pace
+    // (16 MiB/s) rolls to a complete spare; a faster one reaches the roll while its spare is
+    // still being filled, takes it as it is, and the fill then follows it unpaced (below). The
+    // pace keeps a spare's fill from queueing writeback in front of a slow writer's syncs
+    // (measured, in doc/perf.md: with the paced fill, commit syncs over 5 ms during a fill
+    // 12 -> 6.5 per 4 s window, and a 5,000 msg/s run's p999 just after a max-rate run
+    // 17.5 -> 10.6 ms).
     std::uint64_t prepare_bytes_per_s = 32ULL << 20;
     // A spare is usable while it is still being zero-filled: once its first chunk is synced,
     // an unprepared active file (after a max-rate phase, or an open without a spare) switches
