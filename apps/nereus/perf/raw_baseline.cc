@@ -5,16 +5,45 @@
 
 #include "apps/nereus/perf/histogram.h"
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <vector>
 
 namespace nereus::app::perf {
 
+namespace {
+
+constexpr std::uint64_t kPreparedBytes = 64ULL << 20;
+
+struct aligned_free {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+};
+
+// direct_prepared: the file zero-filled to kPreparedBytes, synced, and opened for direct writes.
+result<std::unique_ptr<file>> prepare_direct(file_system& fs,
+                                             const std::string& dir,
+                                             const std::string& path,
+                                             std::unique_ptr<file> f) {
+    const std::vector<std::byte> zeros(1U << 20);
+    for (std::uint64_t pos = 0; pos < kPreparedBytes; pos += zeros.size()) {
+        NEREUS_TRY(f->write_at(pos, zeros));
+    }
+    NEREUS_TRY(f->sync());
+    f.reset();
+    NEREUS_TRY(fs.sync_dir(dir));
+    return fs.open_direct(path);
+}
+
+}  // namespace
+
 result<raw_baseline> measure_raw_baseline(const std::string& dir,
                                           std::size_t record_bytes,
                                           std::uint32_t group,
-                                          double seconds) {
+                                          double seconds,
+                                          raw_method method) {
     using clock = std::chrono::steady_clock;
     constexpr std::size_t header = 24;  // as a journal record: ids, offset, length, CRC
     std::error_code ec;
@@ -30,9 +59,34 @@ result<raw_baseline> measure_raw_baseline(const std::string& dir,
         return error(f.error());
     }
     NEREUS_TRY(fs->sync_dir(dir));
+    const bool direct = method == raw_method::direct_prepared;
+    if (direct) {
+        auto d = prepare_direct(*fs, dir, path, std::move(*f));
+        if (!d) {
+            (void)fs->remove(path);
+            return error(d.error());
+        }
+        *f = std::move(*d);
+    }
     const std::size_t framed = record_bytes + header;
     const std::size_t g = group == 0 ? 1 : group;
-    std::vector<std::byte> buf(framed * g, std::byte{0x5a});
+    // A direct write's length and buffer are page-aligned: the group padded with zeros.
+    const std::size_t len =
+        direct ? (framed * g + kDirectIoAlign - 1) / kDirectIoAlign * kDirectIoAlign : framed * g;
+    if (direct && len > kPreparedBytes) {
+        (void)fs->remove(path);
+        return error(std::make_error_code(std::errc::file_too_large));
+    }
+    std::unique_ptr<std::byte[], aligned_free> mem(
+        static_cast<std::byte*>(std::aligned_alloc(kDirectIoAlign, len)));
+    if (mem == nullptr) {
+        f->reset();
+        (void)fs->remove(path);
+        return error(std::make_error_code(std::errc::not_enough_memory));
+    }
+    std::memset(mem.get(), 0x5a, framed * g);
+    std::memset(mem.get() + framed * g, 0, len - framed * g);
+    const std::span<std::byte> buf(mem.get(), len);
     histogram sync_ns;
     std::uint64_t pos = 0;
     std::uint64_t records = 0;
@@ -47,11 +101,16 @@ result<raw_baseline> measure_raw_baseline(const std::string& dir,
             const std::uint32_t crc = crc32c::value(rec + header, framed - header);
             std::memcpy(rec, &crc, sizeof crc);
         }
+        if (direct && pos + buf.size() > kPreparedBytes) {
+            pos = 0;  // written blocks, as a prepared file's: the same cost as its zeros
+        }
         if (status = (*f)->write_at(pos, buf); !status) {
             break;
         }
-        if (status = (*f)->sync(); !status) {
-            break;
+        if (!direct) {
+            if (status = (*f)->sync(); !status) {
+                break;
+            }
         }
         pos += buf.size();
         records += g;
