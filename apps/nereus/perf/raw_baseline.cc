@@ -77,8 +77,11 @@ result<raw_baseline> measure_raw_baseline(const std::string& dir,
         (void)fs->remove(path);
         return error(std::make_error_code(std::errc::file_too_large));
     }
+    // aligned_alloc wants a size that is a multiple of the alignment (an appended group's
+    // length need not be).
+    const std::size_t cap = (len + kDirectIoAlign - 1) / kDirectIoAlign * kDirectIoAlign;
     std::unique_ptr<std::byte[], aligned_free> mem(
-        static_cast<std::byte*>(std::aligned_alloc(kDirectIoAlign, len)));
+        static_cast<std::byte*>(std::aligned_alloc(kDirectIoAlign, cap)));
     if (mem == nullptr) {
         f->reset();
         (void)fs->remove(path);
