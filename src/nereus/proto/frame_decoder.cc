@@ -85,27 +85,34 @@ frame_decoder::frame_decoder(frame_decoder&&) noexcept = default;
 frame_decoder& frame_decoder::operator=(frame_decoder&&) noexcept = default;
 
 result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
-    decode_step step;
+    // Built in place and returned by name on every path (named return value optimisation):
+    // a decode_step holds a whole frame_view (~600 bytes), which `return step;` into the
+    // result would copy once per frame.
+    result<decode_step> out;
+    decode_step& step = *out;
     if (input.size() < size_field_bytes) {
         step.bytes_needed = size_field_bytes;
-        return step;
+        return out;
     }
     const std::uint32_t total_size = load_be32(input.data());
     const std::uint64_t wire_size = std::uint64_t{total_size} + size_field_bytes;
     if (wire_size > options_.max_frame_size) {
-        return error(errc::frame_too_large);
+        out = error(errc::frame_too_large);
+        return out;
     }
     if (total_size < size_field_bytes) {
-        return error(errc::frame_too_small);
+        out = error(errc::frame_too_small);
+        return out;
     }
     if (input.size() < wire_size) {
         step.bytes_needed = static_cast<std::size_t>(wire_size);
-        return step;
+        return out;
     }
     const auto body = input.subspan(size_field_bytes, total_size);
     const std::uint32_t command_size = load_be32(body.data());
     if (command_size == 0 || command_size > total_size - size_field_bytes) {
-        return error(errc::bad_command_size);
+        out = error(errc::bad_command_size);
+        return out;
     }
     frame_view& f = step.frame;
     f.size = static_cast<std::size_t>(wire_size);
@@ -117,7 +124,7 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             f.send = *s;
             decode_payload_section(body.subspan(size_field_bytes + command_size), f);
             step.complete = true;
-            return step;
+            return out;
         }
     }
     if (options_.fast_send_receipt) {
@@ -128,7 +135,7 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             f.known_type = true;
             f.receipt = *r;
             step.complete = true;
-            return step;
+            return out;
         }
     }
     if (options_.fast_message) {
@@ -138,7 +145,7 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             f.message = *m;
             decode_payload_section(body.subspan(size_field_bytes + command_size), f);
             step.complete = true;
-            return step;
+            return out;
         }
     }
     if (options_.fast_ack) {
@@ -149,12 +156,13 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
             f.known_type = true;
             f.ack = *a;
             step.complete = true;
-            return step;
+            return out;
         }
     }
     if (!command_->ParsePartialFromArray(f.command_bytes.data(),
                                          static_cast<int>(f.command_bytes.size()))) {
-        return error(errc::bad_command);
+        out = error(errc::bad_command);
+        return out;
     }
     f.command_ = command_.get();
     if (command_->has_type()) {
@@ -164,16 +172,18 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
         // An enum value our .proto does not know lands in unknown fields: report it raw.
         const auto raw = find_varint_field(f.command_bytes, 1);
         if (!raw) {
-            return error(errc::bad_command);
+            out = error(errc::bad_command);
+            return out;
         }
         f.raw_type = static_cast<std::int32_t>(*raw);
         f.known_type = false;
         step.complete = true;
-        return step;
+        return out;
     }
     const command_type type = f.type();
     if (!has_body(*command_, type) && type != command_type::ping && type != command_type::pong) {
-        return error(errc::missing_command_body);
+        out = error(errc::missing_command_body);
+        return out;
     }
     if (type == command_type::send) {
         const auto& s = command_->send();
@@ -210,7 +220,7 @@ result<decode_step> frame_decoder::decode(std::span<const std::byte> input) {
         decode_payload_section(body.subspan(size_field_bytes + command_size), f);
     }
     step.complete = true;
-    return step;
+    return out;
 }
 
 void frame_decoder::decode_payload_section(std::span<const std::byte> rest, frame_view& f) {
