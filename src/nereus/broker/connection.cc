@@ -64,7 +64,14 @@ connection::connection(strand_type strand,
     writer_.options().max_frame_size = ctx.options.max_message_size + proto::frame_padding;
 }
 
-connection::~connection() = default;
+connection::~connection() {
+    // Destroyed without detach_all (its coroutines were dropped with a stopped io_context):
+    // the producers still let themselves go once their appends were handed over.
+    for (auto& [id, p] : producers_) {
+        (void)id;
+        detach_producer(*p);
+    }
+}
 
 void connection::start() {
     auto self = shared_from_this();
@@ -490,6 +497,10 @@ void connection::detach_all() {
             p->closing = true;
             p->t->remove_producer(p->token);
         }
+    }
+    for (auto& [id, p] : producers_) {
+        (void)id;
+        detach_producer(*p);
     }
     producers_.clear();
     std::vector<std::uint64_t> ids;

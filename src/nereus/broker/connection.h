@@ -150,6 +150,16 @@ private:
         std::vector<append_done> done_queue;  // guarded by done_mu
         bool done_posted = false;             // guarded by done_mu: a drain is posted, not started
         std::vector<append_done> done_work;   // strand: the batch being drained (capacity reused)
+        // Lifetime without a reference count per SEND (each would be taken on the strand and
+        // released on the storage thread, moving its cache line between cores per message):
+        // the producer holds itself (`keep`) from the time it is attached until it is detached
+        // (no more SENDs) and every append it issued has been handed over (release_if_drained).
+        // A completion holds a plain pointer. appends_issued is written on the strand only,
+        // before detached is set under done_mu, and read under done_mu only after that.
+        std::uint64_t appends_issued = 0;
+        std::uint64_t appends_handed_over = 0;  // guarded by done_mu
+        bool detached = false;                  // guarded by done_mu
+        std::shared_ptr<producer_state> keep;   // guarded by done_mu once attached
     };
     struct consumer_state {
         std::shared_ptr<topic> t;
@@ -194,9 +204,8 @@ private:
     // Called on the storage thread for each finished append: queues it on its producer and
     // posts one drain to the strand per burst (a group commit finishes up to a window of
     // appends back to back; base/wake_batch.h).
-    static void queue_append_done(const std::shared_ptr<producer_state>& p,
-                                  std::uint64_t serial,
-                                  result<position> r);
+    // `p` is alive: it keeps itself until its issued appends were all handed over.
+    static void queue_append_done(producer_state* p, std::uint64_t serial, result<position> r);
     // The calling thread's run of finished appends of one producer, staged inside a
     // wake_batch scope (a storage group's completions) and handed to the producer's queue under
     // one done_mu lock per run instead of one per append (flush_staged_done).
@@ -213,6 +222,13 @@ private:
     static void hand_over_done(const std::shared_ptr<producer_state>& p,
                                std::vector<append_done>& items);
     static void post_drain(producer_state& p);  // any thread: drain_append_done(p) on the strand
+    // Strand: `p` now takes SENDs (holds itself). detach_producer: it takes no more (removed
+    // from producers_); it lets itself go once its issued appends were handed over.
+    static void attach_producer(const std::shared_ptr<producer_state>& p);
+    static void detach_producer(producer_state& p);
+    // done_mu held: the self-reference, once `p` is detached and every issued append was handed
+    // over (destroy it after unlocking); null otherwise.
+    static std::shared_ptr<producer_state> release_if_drained_locked(producer_state& p);
     void drain_append_done(const std::shared_ptr<producer_state>& p);  // strand
     void flush_receipts(const std::shared_ptr<producer_state>& p);
     void detach_consumer(std::uint64_t consumer_id);

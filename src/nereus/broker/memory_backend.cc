@@ -10,6 +10,28 @@
 
 namespace nereus::broker {
 
+void append_hold::hold(append_callback done, result<position> r) {
+    const std::lock_guard lock(mu_);
+    held_.emplace_back(std::move(done), std::move(r));
+}
+
+std::size_t append_hold::release() {
+    std::vector<std::pair<append_callback, result<position>>> run;
+    {
+        const std::lock_guard lock(mu_);
+        run.swap(held_);
+    }
+    for (auto& [done, r] : run) {
+        done(std::move(r));
+    }
+    return run.size();
+}
+
+std::size_t append_hold::held() const {
+    const std::lock_guard lock(mu_);
+    return held_.size();
+}
+
 namespace {
 
 struct stored {
@@ -297,10 +319,14 @@ private:
 
 class memory_topic final : public topic_store {
 public:
-    memory_topic(std::string name, std::uint64_t ledger_id, std::error_code fail_appends)
+    memory_topic(std::string name,
+                 std::uint64_t ledger_id,
+                 std::error_code fail_appends,
+                 std::shared_ptr<append_hold> hold)
         : name_(std::move(name)),
           ledger_id_(ledger_id),
           fail_appends_(fail_appends),
+          hold_(std::move(hold)),
           data_(std::make_shared<topic_data>()) {}
 
     const std::string& name() const override { return name_; }
@@ -323,6 +349,10 @@ public:
             p = {ledger_id_, data_->entries.size()};
             data_->entries.push_back(
                 {std::make_shared<const std::vector<std::byte>>(entry.begin(), entry.end()), info});
+        }
+        if (hold_) {
+            hold_->hold(std::move(done), p);
+            return;
         }
         done(p);
     }
@@ -415,6 +445,7 @@ private:
     const std::string name_;
     const std::uint64_t ledger_id_;
     const std::error_code fail_appends_;
+    const std::shared_ptr<append_hold> hold_;
     std::shared_ptr<topic_data> data_;
     std::atomic<bool> deleted_{false};
     mutable std::mutex mu_;
@@ -433,7 +464,8 @@ public:
         if (!create || !options_.auto_create) {
             return nereus::error(proto::error_kind::topic_not_found);
         }
-        auto t = std::make_shared<memory_topic>(name, next_ledger_id_++, options_.fail_appends);
+        auto t = std::make_shared<memory_topic>(name, next_ledger_id_++, options_.fail_appends,
+                                                options_.hold_appends);
         topics_.emplace(name, t);
         return t;
     }

@@ -19,9 +19,10 @@
 //   4. finish or roll back the pending trim and the PROTECTION_PENDING cursors recorded there;
 //   5. revalidate ownership (check_session + owner key + root + registry versions unchanged).
 //
-// Ownership: open_writable returns a shared_ptr; cursor handles and in-flight completions keep
-//   the ledger alive. Dropping every reference WITHOUT close() is a crash of this owner: nothing
-//   is flushed or released (the owner key stays until the session ends).
+// Ownership: open_writable returns a shared_ptr; cursor handles and in-flight cursor completions
+//   keep the ledger alive, in-flight appends do not (see append). Dropping every reference
+//   WITHOUT close() is a crash of this owner: nothing is flushed or released (the owner key
+//   stays until the session ends).
 // Thread-safety: thread-safe. append/acks are asynchronous: their completions run on the stream
 //   log's committer thread / the metadata store's callback thread. Every other call is blocking
 //   and must not be made from either of those threads.
@@ -79,6 +80,9 @@ public:
     // ---- appends ----
     // Appends one entry; `done` gets its message id once it is durable, or the error. Delayed
     // delivery and transactions fail with errc::unsupported (inline, nothing written).
+    // Requires: the caller keeps this ledger alive until `done` has run (the broker's topic
+    // holds its ledger; its producers hold the topic). The completion holds no reference: one
+    // taken per message and released on the committer thread cost a cache-line transfer each.
     void append(bytes_view payload, const append_options& options, append_callback done);
     [[nodiscard]] result<message_id> append_sync(bytes_view payload, const append_options& options);
 

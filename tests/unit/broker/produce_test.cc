@@ -1,7 +1,11 @@
 // PRODUCER (names, access modes) and SEND → SEND_RECEIPT / SEND_ERROR.
 
+#include "nereus/broker/topic.h"
+
 #include "support/broker_fixture.h"
 #include <array>
+#include <chrono>
+#include <thread>
 
 namespace nereus::broker::test {
 namespace {
@@ -230,6 +234,73 @@ TEST_F(BrokerTest, FailedAppendIsAnsweredWithSendErrorNeverAReceipt) {
     ASSERT_TRUE(e);
     EXPECT_EQ(e->cmd.send_error().error(), proto::pb::PersistenceError);
     EXPECT_FALSE(c->expect(command_type::send_receipt, 100ms));
+}
+
+// Appends whose completions come after their producer left: the producer (which the completions
+// reach by a plain pointer) lives until the last one was handed over, then goes. The topic's
+// reference count shows it: the registry's, the test's, and the producer's while it lives.
+// (ASan: a producer freed too early is a use after free in release() below.)
+bool wait_use_count(const std::shared_ptr<broker::topic>& t, long want) {
+    for (int i = 0; i < 500 && t.use_count() != want; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    return t.use_count() == want;
+}
+
+// A broker whose appends wait in `hold`, one producer (id 0) with `n` SENDs in flight, and
+// the one open topic.
+class HeldAppendsTest : public BrokerTest {
+protected:
+    void start_with_sends_in_flight(std::uint64_t n) {
+        memory_backend_options mo;
+        mo.hold_appends = hold_;
+        start({}, mo);
+        c_ = connected_client();
+        ASSERT_FALSE(create_producer(*c_, topic, 0, 1).empty());
+        for (std::uint64_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(c_->send_message(0, i, "in flight"));
+        }
+        for (int i = 0; i < 500 && hold_->held() < n; ++i) {
+            std::this_thread::sleep_for(10ms);
+        }
+        ASSERT_EQ(hold_->held(), n);
+        auto open = server_->topics().open_topics();
+        ASSERT_EQ(open.size(), 1U);
+        t_ = open.front();
+    }
+
+    std::shared_ptr<append_hold> hold_ = std::make_shared<append_hold>();
+    std::unique_ptr<wire_client> c_;
+    std::shared_ptr<broker::topic> t_;
+};
+
+TEST_F(HeldAppendsTest, AppendsInFlightKeepTheirProducerAfterTheConnectionIsGone) {
+    ASSERT_NO_FATAL_FAILURE(start_with_sends_in_flight(5));
+    c_.reset();
+    for (int i = 0; i < 500 && server_->connection_count() > 0; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_EQ(server_->connection_count(), 0U);
+    EXPECT_TRUE(wait_use_count(t_, 3)) << t_.use_count();  // the producer waits for its appends
+    EXPECT_EQ(hold_->release(), 5U);
+    EXPECT_TRUE(wait_use_count(t_, 2)) << "the producer was not freed: " << t_.use_count();
+}
+
+TEST_F(HeldAppendsTest, ProducerClosedWithAppendsInFlightAnswersThemThenSucceedsAndGoes) {
+    ASSERT_NO_FATAL_FAILURE(start_with_sends_in_flight(3));
+    ASSERT_TRUE(c_->send(
+        [&](proto::frame_buffer& f) { return c_->writer().close_producer(f, 0, 2).has_value(); }));
+    EXPECT_FALSE(c_->expect(command_type::success, 100ms));  // not before the receipts
+    EXPECT_EQ(hold_->release(), 3U);
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        auto r = c_->expect(command_type::send_receipt);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->cmd.send_receipt().sequence_id(), i);
+    }
+    auto ok = c_->expect(command_type::success);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->cmd.success().request_id(), 2U);
+    EXPECT_TRUE(wait_use_count(t_, 2)) << "the closed producer was not freed: " << t_.use_count();
 }
 
 }  // namespace

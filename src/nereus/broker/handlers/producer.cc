@@ -109,6 +109,7 @@ awaitable<void> connection::handle_producer(const proto::frame_view& f) {
     st->name = grant->name;
     st->ready = grant->ready;
     producers_[id] = st;
+    attach_producer(st);
     recently_closed_producers_.erase(id);
     if (st->ready) {
         write_frame([&](proto::frame_buffer& b) {
@@ -192,32 +193,30 @@ bool connection::handle_send(const proto::frame_view& f) {
     }
     p->pending.push_back(std::move(ps));
     // The producer (its hand-over queue, and through it the connection) is all the completion
-    // holds: one reference count on the SEND's thread, released by the storage thread.
-    // An init-capture: a plain copy of `p` (a reference to const) would be a const member,
-    // copied (two atomic operations) instead of moved each time a layer relocates the chain.
-    auto finish = [p = std::shared_ptr<producer_state>(p), serial](result<position> r) {
+    // holds, as a plain pointer: the producer keeps itself until this append was handed over
+    // (producer_state::keep), so no reference count is taken per SEND.
+    ++p->appends_issued;
+    auto finish = [p = p.get(), serial](result<position> r) {
         queue_append_done(p, serial, std::move(r));
     };
     static_assert(broker::append_done::fits_inline<decltype(finish)>);  // no allocation per SEND
-    // A shared_ptr and an integer: relocatable by copying its bytes (base/completion.h), so
-    // the layers below move the whole chain without an indirect call per layer.
+    // A pointer and an integer: relocatable by copying its bytes (base/completion.h), so the
+    // layers below move the whole chain without an indirect call per layer.
     p->t->append(f.headers_and_payload, info,
                  broker::append_done(relocatable_if{true}, std::move(finish)));
     return true;
 }
 
-void connection::queue_append_done(const std::shared_ptr<producer_state>& p,
-                                   std::uint64_t serial,
-                                   result<position> r) {
+void connection::queue_append_done(producer_state* p, std::uint64_t serial, result<position> r) {
     if (wake_batch::active()) {
         // In the storage committer's group: staged on this thread, handed over once per run of
         // one producer's appends (at the scope's end, or when another producer's run starts).
         auto& s = staged_done();
-        if (s.p != p) {
+        if (s.p.get() != p) {
             if (s.p) {
                 flush_staged_done(nullptr);
             }
-            s.p = p;  // one reference count per run, not per append
+            s.p = p->shared_from_this();  // one reference count per run, not per append
             // Registered before the topic's notify (registered after `done` returns), so at the
             // scope's end the receipts' drain is posted first, as before.
             (void)wake_batch::defer(std::shared_ptr<void>(), &flush_staged_done);
@@ -227,7 +226,7 @@ void connection::queue_append_done(const std::shared_ptr<producer_state>& p,
     }
     thread_local std::vector<append_done> one;
     one.push_back({serial, std::move(r)});
-    hand_over_done(p, one);
+    hand_over_done(p->shared_from_this(), one);
 }
 
 connection::done_staging& connection::staged_done() {
@@ -248,8 +247,10 @@ void connection::flush_staged_done(void* /*unused*/) {
 void connection::hand_over_done(const std::shared_ptr<producer_state>& p,
                                 std::vector<append_done>& items) {
     bool post = false;
+    std::shared_ptr<producer_state> released;  // destroyed after unlocking (`p` still holds it)
     {
         const std::lock_guard lock(p->done_mu);
+        p->appends_handed_over += items.size();
         if (p->done_queue.empty()) {
             p->done_queue.swap(items);  // O(1); the capacities rotate, none is freed
         } else {
@@ -258,6 +259,7 @@ void connection::hand_over_done(const std::shared_ptr<producer_state>& p,
             }
         }
         post = !std::exchange(p->done_posted, true);
+        released = release_if_drained_locked(*p);
     }
     items.clear();
     if (post) {
@@ -271,6 +273,28 @@ void connection::hand_over_done(const std::shared_ptr<producer_state>& p,
             post_drain(*p);
         }
     }
+}
+
+void connection::attach_producer(const std::shared_ptr<producer_state>& p) {
+    const std::lock_guard lock(p->done_mu);
+    p->keep = p;
+}
+
+void connection::detach_producer(producer_state& p) {
+    std::shared_ptr<producer_state> released;  // destroyed after unlocking
+    {
+        const std::lock_guard lock(p.done_mu);
+        p.detached = true;
+        released = release_if_drained_locked(p);
+    }
+}
+
+std::shared_ptr<connection::producer_state> connection::release_if_drained_locked(
+    producer_state& p) {
+    if (!p.detached || p.appends_handed_over != p.appends_issued) {
+        return nullptr;
+    }
+    return std::move(p.keep);
 }
 
 void connection::post_drain(producer_state& p) {
@@ -354,6 +378,7 @@ void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
         const auto keep = p;
         if (auto it = producers_.find(p->id); it != producers_.end() && it->second == p) {
             producers_.erase(it);
+            detach_producer(*p);
         }
         return;
     }
@@ -363,6 +388,7 @@ void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
         write_frame([&](proto::frame_buffer& b) { return writer_.success(b, req); });
         if (auto it = producers_.find(p->id); it != producers_.end() && it->second == p) {
             producers_.erase(it);
+            detach_producer(*p);
             recently_closed_producers_.insert(p->id);
         }
     }
