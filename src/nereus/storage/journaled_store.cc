@@ -145,6 +145,16 @@ result<void> journaled_store::start() {
         set_thread_name("nereus-prepare");
         preparer_loop();
     });
+    if (opts_.segment_writeback_bytes > 0) {
+        {
+            const std::lock_guard lock(wb_mu_);
+            wb_running_ = true;
+        }
+        writeback_ = std::thread([this] {
+            set_thread_name("nereus-wback");
+            writeback_loop();
+        });
+    }
     NEREUS_LOG(storage_log(), info, "stream store open dir={} streams={} journal_file={}", dir_,
                streams_.size(), journal_file_seq_);
     return {};
@@ -185,6 +195,14 @@ result<void> journaled_store::close() {
     }
     ckpt_cv_.notify_all();
     checkpointer_.join();
+    if (writeback_.joinable()) {
+        {
+            const std::lock_guard lock(wb_mu_);
+            wb_stop_ = true;
+        }
+        wb_cv_.notify_all();
+        writeback_.join();
+    }
 
     result<void> r;
     if (!failed_.load()) {
@@ -829,13 +847,47 @@ result<void> journaled_store::write_records(stream_state& st, std::span<const by
     NEREUS_TRY(flush_records(*f, pos));
     if (opts_.segment_writeback_bytes > 0 &&
         st.active_bytes - st.writeback_from >= opts_.segment_writeback_bytes) {
-        // A hint: an error here (the disk's) is the next sync's to report.
-        (void)f->start_writeback(st.writeback_from, st.active_bytes - st.writeback_from);
+        queue_writeback(f, st.writeback_from, st.active_bytes - st.writeback_from);
         st.writeback_from = st.active_bytes;
     }
     mark_dirty(st);
     publish(st);
     return {};
+}
+
+void journaled_store::queue_writeback(std::shared_ptr<file> f,
+                                      std::uint64_t from,
+                                      std::uint64_t len) {
+    {
+        const std::lock_guard lock(wb_mu_);
+        if (wb_running_) {
+            wb_queue_.push_back({std::move(f), from, len});
+            wb_cv_.notify_one();
+            return;
+        }
+    }
+    // No writeback thread (recovery, before start): a hint, started here. An error (the
+    // disk's) is the next sync's to report.
+    (void)f->start_writeback(from, len);
+}
+
+void journaled_store::writeback_loop() {
+    std::vector<writeback_slice> work;
+    std::unique_lock lock(wb_mu_);
+    for (;;) {
+        wb_cv_.wait(lock, [&] { return wb_stop_ || !wb_queue_.empty(); });
+        if (wb_queue_.empty()) {
+            wb_running_ = false;  // stopping, every queued slice started
+            return;
+        }
+        work.swap(wb_queue_);
+        lock.unlock();
+        for (auto& w : work) {
+            (void)w.f->start_writeback(w.from, w.len);  // a hint, as above
+        }
+        work.clear();  // the files' last references may go here, off the committer
+        lock.lock();
+    }
 }
 
 bool journaled_store::entry_roll_due(const stream_state& st, age_test& aged) const {

@@ -16,6 +16,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -311,7 +313,8 @@ TEST(GroupCommit, WithoutPipelinedApplyTheCommitterAppliesBeforeItsNextWrite) {
 }
 
 // Segment writeback in slices (store_options::segment_writeback_bytes): each time a segment
-// holds that many bytes not yet handed to the disk, the apply starts their writeback. The
+// holds that many bytes not yet handed to the disk, the apply queues their writeback, which
+// the store's writeback thread starts (never the committer: it may block on the device). The
 // ranges tile the segment from 0 without gaps or overlaps, each at least a slice long; a roll
 // starts over at 0 in the new segment; 0 turns it off. The records read back unchanged.
 TEST(GroupCommit, SegmentWritebackStartsInSlicesThatTileEachSegment) {
@@ -327,10 +330,13 @@ TEST(GroupCommit, SegmentWritebackStartsInSlicesThatTileEachSegment) {
         for (int i = 0; i < 100; ++i) {
             ASSERT_TRUE(s->append_sync(stream_id(1), payload(1, i, 1000)));
         }
+        EXPECT_EQ(read_all(*s, stream_id(1)).size(), 100U);
+        ASSERT_TRUE(s->close());  // every queued slice has been started
         const auto wb = fs->segment_writebacks();
         if (slice == 0) {
             EXPECT_TRUE(wb.empty());
         } else {
+            EXPECT_EQ(fs->segment_writeback_threads(), std::set<std::string>{"nereus-wback"});
             // ~101 KB in 32 KiB segments: several slices per segment, and at least one roll.
             ASSERT_GE(wb.size(), 15U);  // 18: each segment's last partial slice stays
             std::uint64_t next = 0;
@@ -347,8 +353,6 @@ TEST(GroupCommit, SegmentWritebackStartsInSlicesThatTileEachSegment) {
             }
             EXPECT_GE(restarts, 2);
         }
-        EXPECT_EQ(read_all(*s, stream_id(1)).size(), 100U);
-        ASSERT_TRUE(s->close());
         auto again = open_store(fs, "/db", o);
         ASSERT_NE(again, nullptr);
         EXPECT_EQ(read_all(*again, stream_id(1)).size(), 100U);

@@ -11,11 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +38,11 @@ public:
     std::atomic<std::int64_t> peak_open_files{0};
     std::atomic<std::uint64_t> opens{0};
     // start_writeback() calls on segment files (".log"): offset and length, in call order.
+    // The names of the threads that made them.
+    std::set<std::string> segment_writeback_threads() {
+        const std::lock_guard l(mu_);
+        return segment_writeback_threads_;
+    }
     std::vector<std::pair<std::uint64_t, std::uint64_t>> segment_writebacks() {
         const std::lock_guard l(mu_);
         return segment_writebacks_;
@@ -104,8 +112,11 @@ private:
         }
         result<void> start_writeback(std::uint64_t offset, std::uint64_t len) override {
             if (path_.ends_with(".log")) {
+                std::array<char, 16> name{};
+                (void)pthread_getname_np(pthread_self(), name.data(), name.size());
                 const std::lock_guard l(fs_->mu_);
                 fs_->segment_writebacks_.emplace_back(offset, len);
+                fs_->segment_writeback_threads_.emplace(name.data());
             }
             return inner_->start_writeback(offset, len);
         }
@@ -137,6 +148,7 @@ private:
     std::string gate_suffix_ = ".journal";
     int gate_waiters_ = 0;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> segment_writebacks_;
+    std::set<std::string> segment_writeback_threads_;
 };
 
 }  // namespace nereus::storage::testing
