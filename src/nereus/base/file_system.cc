@@ -52,6 +52,10 @@ result<void> file::start_writeback(std::uint64_t /*offset*/, std::uint64_t /*len
     return {};
 }
 
+result<void> file::drop_cached(std::uint64_t /*offset*/, std::uint64_t /*len*/) {
+    return {};
+}
+
 result<std::unique_ptr<file>> file_system::open_direct(const std::string& path) {
     auto f = open(path, open_mode::read_write);
     if (!f) {

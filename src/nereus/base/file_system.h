@@ -75,6 +75,11 @@ public:
     // unchanged (only sync() makes bytes durable). posix: sync_file_range(WRITE); the default
     // (the test doubles) does nothing.
     [[nodiscard]] virtual result<void> start_writeback(std::uint64_t offset, std::uint64_t len);
+    // Drops the clean cached pages of [offset, offset + len) (dirty ones stay): a hint for
+    // ranges written and synced here that another handle of the file overwrites with direct
+    // writes, which would otherwise have to evict them first. posix:
+    // posix_fadvise(DONTNEED); the default (the test doubles) does nothing.
+    [[nodiscard]] virtual result<void> drop_cached(std::uint64_t offset, std::uint64_t len);
     [[nodiscard]] virtual result<std::uint64_t> size() = 0;
     // Sets the size (shrinks or zero-extends). Applied; durable after sync().
     [[nodiscard]] virtual result<void> truncate(std::uint64_t size) = 0;

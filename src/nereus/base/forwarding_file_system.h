@@ -41,6 +41,9 @@ public:
     result<void> start_writeback(std::uint64_t o, std::uint64_t n) override {
         return inner_->start_writeback(o, n);
     }
+    result<void> drop_cached(std::uint64_t o, std::uint64_t n) override {
+        return inner_->drop_cached(o, n);
+    }
 
 protected:
     std::unique_ptr<file> inner_;

@@ -190,6 +190,15 @@ public:
         return ok();
     }
 
+    result<void> drop_cached(std::uint64_t offset, std::uint64_t len) override {
+        const int e = ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len),
+                                      POSIX_FADV_DONTNEED);
+        if (e != 0 && e != ESPIPE) {
+            return errno_error(e);
+        }
+        return ok();
+    }
+
 private:
     int fd_;
     std::atomic<bool> nowait_unsupported_{false};  // preadv2(RWF_NOWAIT) gave EOPNOTSUPP

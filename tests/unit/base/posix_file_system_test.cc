@@ -54,6 +54,22 @@ TEST_F(PosixFileSystem, WritevReadSyncTruncate) {
     EXPECT_EQ(fs->open(path, open_mode::create_exclusive).error(), std::errc::file_exists);
 }
 
+void expect_contents(file& f, const std::string& data) {
+    std::string out(data.size(), '\0');
+    auto n = f.read_at(0, {reinterpret_cast<std::byte*>(out.data()), out.size()});
+    ASSERT_TRUE(n);
+    ASSERT_EQ(*n, data.size());
+    EXPECT_EQ(out, data);
+}
+
+// A test double's file (fault_file_system) behind a forwarding_file: the hints' defaults.
+std::unique_ptr<file> forwarded_test_double() {
+    static fault_file_system mem;
+    auto m = mem.open("/hint", open_mode::create);
+    EXPECT_TRUE(m);
+    return m ? std::make_unique<forwarding_file>(std::move(*m)) : nullptr;
+}
+
 // start_writeback is a hint: it succeeds on written ranges, on ranges past the end and on an
 // empty file, and leaves the bytes as they were.
 TEST_F(PosixFileSystem, StartWritebackIsAHintThatKeepsTheBytes) {
@@ -67,16 +83,29 @@ TEST_F(PosixFileSystem, StartWritebackIsAHintThatKeepsTheBytes) {
     EXPECT_TRUE((*f)->start_writeback(128 << 10, 128 << 10));
     EXPECT_TRUE((*f)->start_writeback(1 << 20, 4096));  // past the end
     ASSERT_TRUE((*f)->sync());
-    std::string out(data.size(), '\0');
-    ASSERT_EQ(*(*f)->read_at(0, {reinterpret_cast<std::byte*>(out.data()), out.size()}),
-              data.size());
-    EXPECT_EQ(out, data);
+    expect_contents(**f, data);
     // The default (test doubles) and forwarding_file: a no-op that succeeds.
-    fault_file_system mem;
-    auto m = mem.open("/x", open_mode::create);
-    ASSERT_TRUE(m);
-    forwarding_file fm(std::move(*m));
-    EXPECT_TRUE(fm.start_writeback(0, 10));
+    EXPECT_TRUE(forwarded_test_double()->start_writeback(0, 10));
+}
+
+// drop_cached is a hint too: on synced ranges, on dirty ones (which stay dirty and reach the
+// disk with the next sync), past the end and on an empty file; the bytes read back unchanged.
+TEST_F(PosixFileSystem, DropCachedIsAHintThatKeepsTheBytes) {
+    auto fs = posix_file_system();
+    auto f = fs->open(path_join(dir_, "d"), open_mode::create_exclusive);
+    ASSERT_TRUE(f);
+    EXPECT_TRUE((*f)->drop_cached(0, 4096));  // nothing written yet
+    std::string data(256 << 10, 'z');
+    ASSERT_TRUE((*f)->write_at(0, as_bytes(data)));
+    ASSERT_TRUE((*f)->sync());
+    EXPECT_TRUE((*f)->drop_cached(0, 128 << 10));
+    data.replace(200 << 10, 4, "dirt");
+    ASSERT_TRUE((*f)->write_at(200 << 10, as_bytes(std::string("dirt"))));
+    EXPECT_TRUE((*f)->drop_cached(128 << 10, 128 << 10));  // holds a dirty page
+    EXPECT_TRUE((*f)->drop_cached(1 << 20, 4096));         // past the end
+    ASSERT_TRUE((*f)->sync());
+    expect_contents(**f, data);
+    EXPECT_TRUE(forwarded_test_double()->drop_cached(0, 10));
 }
 
 TEST_F(PosixFileSystem, DirectoriesAndRenames) {

@@ -37,7 +37,7 @@ constexpr std::size_t kPayload = 40;
 class spare_recorder final : public forwarding_file_system {
 public:
     struct event {
-        enum class kind { open, write, sync, rename } what;
+        enum class kind { open, write, sync, drop, rename } what;
         std::uint64_t offset = 0;
         std::uint64_t size = 0;
         std::chrono::steady_clock::time_point at;
@@ -92,6 +92,10 @@ private:
             auto r = inner_->sync();
             r_->record({event::kind::sync});
             return r;
+        }
+        result<void> drop_cached(std::uint64_t o, std::uint64_t n) override {
+            r_->record({event::kind::drop, o, n});
+            return inner_->drop_cached(o, n);
         }
 
     private:
@@ -333,8 +337,8 @@ TEST_F(PreparedJournal, PreparationWritesPacedChunksEachSyncedBeforeTheNext) {
     EXPECT_EQ(s->stats().fill_stops, 0U);
     auto ev = rec->events();
     using kind = spare_recorder::event::kind;
-    // The first preparation: open, (write, sync) x up to 8; the take's rename of spare.tmp
-    // comes after the first sync.
+    // The first preparation: open, (write, sync, drop its cached pages) x up to 8; the take's
+    // rename of spare.tmp comes after the first sync.
     ASSERT_EQ(ev[0].what, kind::open);
     ASSERT_GE(ev.size(), 4U);
     EXPECT_EQ(ev[1].what, kind::write);
@@ -347,14 +351,20 @@ TEST_F(PreparedJournal, PreparationWritesPacedChunksEachSyncedBeforeTheNext) {
     const auto next =
         std::find_if(ev.begin() + 1, ev.end(), [](const auto& e) { return e.what == kind::open; });
     ev.erase(next, ev.end());  // a later spare's events
-    ASSERT_EQ(ev.size(), 1 + 2 * chunks);
+    ASSERT_EQ(ev.size(), 1 + 3 * chunks);
     for (std::uint64_t k = 0; k < chunks; ++k) {
         SCOPED_TRACE(k);
-        const auto& w = ev[1 + 2 * k];
+        const auto& w = ev[1 + 3 * k];
         ASSERT_EQ(w.what, kind::write);
         EXPECT_EQ(w.offset, k * o.prepare_chunk_bytes);
         EXPECT_EQ(w.size, o.prepare_chunk_bytes);
-        EXPECT_EQ(ev[2 + 2 * k].what, kind::sync) << "each chunk is synced before the next";
+        EXPECT_EQ(ev[2 + 3 * k].what, kind::sync) << "each chunk is synced before the next";
+        // Its pages leave the cache only once synced (the committer's direct writes would
+        // otherwise evict them one write at a time).
+        const auto& d = ev[3 + 3 * k];
+        EXPECT_EQ(d.what, kind::drop);
+        EXPECT_EQ(d.offset, w.offset);
+        EXPECT_EQ(d.size, w.size);
         // The pace: a lower bound only (a loaded machine is slower, never faster).
         const double due_s = static_cast<double>(k * o.prepare_chunk_bytes) /
                              static_cast<double>(o.prepare_bytes_per_s);
