@@ -4,7 +4,8 @@
 //
 // The buckets are cumulative-friendly upper bounds (Prometheus `le`): 25 µs … 1 s, then +Inf.
 // A record() is one bucket search over 20 bounds and three relaxed atomic adds: cheap enough for
-// once per journal commit, not meant for once per message on a hot path. Percentiles are
+// once per journal commit, not meant for once per message on a hot path (there, tally into a
+// local `counts` with counts::record() and add() it once per batch). Percentiles are
 // estimated from a snapshot (or the difference of two snapshots, for a window) by the bucket
 // that holds the rank: the answer is that bucket's upper bound, so a p99 of "≤ 750 µs" means
 // 99 % of the durations were at most 750 µs.
@@ -37,6 +38,12 @@ public:
         std::uint64_t count = 0;
         std::uint64_t sum_ns = 0;
 
+        // A plain (single-thread) record, for a local tally that add() publishes later.
+        void record(std::chrono::nanoseconds d) {
+            ++buckets[bucket_of(d)];
+            ++count;
+            sum_ns += d.count() <= 0 ? 0 : static_cast<std::uint64_t>(d.count());
+        }
         counts& operator+=(const counts& o) {
             for (std::size_t i = 0; i < kBuckets; ++i) {
                 buckets[i] += o.buckets[i];
@@ -92,6 +99,19 @@ public:
         count_.fetch_add(1, std::memory_order_relaxed);
         sum_ns_.fetch_add(d.count() <= 0 ? 0 : static_cast<std::uint64_t>(d.count()),
                           std::memory_order_relaxed);
+    }
+
+    // Adds a tally (counts::record): one relaxed atomic add per non-zero field.
+    void add(const counts& c) {
+        for (std::size_t i = 0; i < kBuckets; ++i) {
+            if (c.buckets[i] != 0) {
+                buckets_[i].fetch_add(c.buckets[i], std::memory_order_relaxed);
+            }
+        }
+        if (c.count != 0) {
+            count_.fetch_add(c.count, std::memory_order_relaxed);
+            sum_ns_.fetch_add(c.sum_ns, std::memory_order_relaxed);
+        }
     }
 
     counts snapshot() const {

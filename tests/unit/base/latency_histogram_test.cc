@@ -60,6 +60,29 @@ TEST(LatencyHistogram, SinceGivesTheWindowAndPlusSums) {
     EXPECT_EQ(sum.buckets, h.snapshot().buckets);
 }
 
+// A local tally (counts::record) added once equals the same durations recorded one by one,
+// buckets, count and sum (negative durations count as 0 in the sum, as record() does).
+TEST(LatencyHistogram, ATallyAddedOnceEqualsTheRecordsItHolds) {
+    latency_histogram direct;
+    latency_histogram tallied;
+    tallied.record(microseconds(60));  // what was there before the tally stays
+    direct.record(microseconds(60));
+    latency_histogram::counts tally;
+    for (const auto d : {nanoseconds(-3), nanoseconds(25'000), nanoseconds(25'001),
+                         nanoseconds(700'000), nanoseconds(2'000'000'000)}) {
+        tally.record(d);
+        direct.record(d);
+    }
+    EXPECT_EQ(tally.count, 5U);
+    tallied.add(tally);
+    tallied.add(latency_histogram::counts{});  // an empty tally adds nothing
+    const auto a = direct.snapshot();
+    const auto b = tallied.snapshot();
+    EXPECT_EQ(b.buckets, a.buckets);
+    EXPECT_EQ(b.count, a.count);
+    EXPECT_EQ(b.sum_ns, a.sum_ns);
+}
+
 TEST(LatencyHistogram, ConcurrentRecordsAreAllCounted) {
     latency_histogram h;
     std::vector<std::thread> threads;

@@ -338,6 +338,9 @@ void connection::on_append_done(producer_state& p, std::uint64_t serial, result<
 void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
     // Receipts leave in SEND order: a later append that finished first waits for the earlier.
     std::chrono::steady_clock::time_point now{};  // read once per flush, for publish_latency_
+    // Tallied here and added once per flush: three atomic adds per receipt were half of this
+    // function's own time.
+    latency_histogram::counts latencies;
     while (!p->pending.empty() && p->pending.front().outcome) {
         auto& ps = p->pending.front();
         if (*ps.outcome) {
@@ -345,7 +348,7 @@ void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
                 if (now == std::chrono::steady_clock::time_point{}) {
                     now = std::chrono::steady_clock::now();
                 }
-                publish_latency_->record(now - ps.received_at);
+                latencies.record(now - ps.received_at);
             }
             proto::message_id id;
             id.ledger_id = (*ps.outcome)->ledger_id;
@@ -372,6 +375,9 @@ void connection::flush_receipts(const std::shared_ptr<producer_state>& p) {
         }
         p->pending.pop_front();
         ++p->front_serial;
+    }
+    if (latencies.count != 0) {
+        publish_latency_->add(latencies);
     }
     if (p->pending.empty() && p->closing && !p->close_request_id && p->t->lost()) {
         // Closed by the broker (topic lost): the client may reuse the id with the new owner.
