@@ -515,6 +515,7 @@ public:
             so.pipelined_apply = options_.pipelined_apply;
             so.min_sync_interval = options_.min_sync_interval;
             so.prepare_journal_files = options_.prepare_journal_files;
+            so.prepare_journal_at_open = true;  // the broker writes from the start
             so.prepare_max_bytes_per_s = options_.prepare_max_bytes_per_s;
             auto s = storage::reopening_store::open(fs, options_.data_dir + "/streams", so);
             if (!s) {

@@ -129,6 +129,13 @@ result<void> journaled_store::start() {
         const std::lock_guard lock(mu_);
         started_ = true;
     }
+    // store_options::prepare_journal_at_open: the spare is asked for now, while the store is
+    // idle (a spare kept from the last run makes this a no-op: request_spare finds it).
+    const bool spare_now =
+        opts_.prepare_journal_files && opts_.prepare_journal_at_open && !journal_prepared_;
+    if (spare_now) {
+        spare_requested_ = true;  // before the committer runs: it owns the field from then on
+    }
     committer_ = std::thread([this] {
         set_thread_name("nereus-commit");
         committer_loop();
@@ -145,6 +152,9 @@ result<void> journaled_store::start() {
         set_thread_name("nereus-prepare");
         preparer_loop();
     });
+    if (spare_now) {
+        request_spare();
+    }
     if (opts_.segment_writeback_bytes > 0) {
         {
             const std::lock_guard lock(wb_mu_);

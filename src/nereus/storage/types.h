@@ -56,6 +56,15 @@ struct store_options {
     // of disk and journal_max_bytes of background writes per journal file. Commits never wait
     // for it: without a spare, a roll creates an empty file as before. false: no spare.
     bool prepare_journal_files = true;
+    // Ask for the first spare when the store opens on an unprepared journal file (a fresh
+    // directory, or a file a max-rate writer left without a spare), not once 1 MiB was written
+    // into it: a store that takes a write load from its start (the broker's) then commits into
+    // a prepared file as soon as that spare is complete (journal_max_bytes at
+    // prepare_bytes_per_s: 2 s with the defaults), instead of into the unprepared file for its
+    // first journal_max_bytes (100 B produce on a fresh broker: +10-25 %, doc/perf.md, session
+    // 21). Costs a spare file of disk at every such open. Off by default (stores that may
+    // never be written much: tests, tools).
+    bool prepare_journal_at_open = false;
     // A prepared journal file is written with direct, synchronous writes
     // (file_system::open_direct: O_DIRECT | O_DSYNC), one page-aligned write per commit that
     // is durable when it returns, instead of a buffered write and an fdatasync (measured on

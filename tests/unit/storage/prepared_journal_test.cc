@@ -290,6 +290,38 @@ TEST_F(PreparedJournal, SwitchesToAPreparedFileWhoseCommitsDoNotExtendIt) {
     ASSERT_NO_FATAL_FAILURE(reopen_and_check(s));
 }
 
+// store_options::prepare_journal_at_open: the spare is asked for by the open itself, and the
+// first commit after it is complete goes to it. Without the option, no spare is asked for
+// before the unprepared file holds half a file (here 4 KiB).
+TEST_F(PreparedJournal, ASpareAskedForAtOpenTakesTheFirstCommit) {
+    for (const bool at_open : {true, false}) {
+        SCOPED_TRACE(at_open);
+        fs_ = std::make_shared<fault_file_system>();
+        acked_ = 0;
+        store_options o = opts();
+        o.prepare_journal_at_open = at_open;
+        auto s = open(o);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(s->stats().spares_asked, at_open ? 1U : 0U);
+        if (at_open) {
+            const std::string spare = std::string("/db/journal/") + format::kSpareJournalName;
+            for (int i = 0; i < 6000 && !exists(spare); ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            ASSERT_TRUE(exists(spare)) << "the spare was not prepared";
+        }
+        ASSERT_TRUE(s->create_stream(stream_id(1)));
+        append(*s);
+        EXPECT_EQ(s->stats().prepared_journals, at_open ? 1U : 0U);
+        EXPECT_EQ(s->stats().spares_asked, at_open ? 1U : 0U);
+        ASSERT_TRUE(s->close());
+        s = open(o);
+        ASSERT_NE(s, nullptr);
+        expect_all_acked(*s);
+        ASSERT_TRUE(s->close());
+    }
+}
+
 TEST_F(PreparedJournal, NoSpareWhileTheJournalIsWrittenFasterThanTheLimit) {
     store_options o = opts();
     o.prepare_max_bytes_per_s = 1;  // always written faster than 1 byte/s
