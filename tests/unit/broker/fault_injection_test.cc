@@ -534,22 +534,26 @@ INSTANTIATE_TEST_SUITE_P(
     FaultInjection,
     ::testing::Values(
         // --- stream log (/data/streams): journal and segment writes and syncs ---
+        // Journal faults hit the journal files (`<seq>.journal`), not journal/spare.tmp: the
+        // broker's store prepares a spare from its open on, and a failed spare write or sync
+        // is retried by the preparer, never reported to a client (storage's PreparedJournal
+        // tests cover it); a one-shot fault there would never reach the commit path.
         log_fault("EioOnJournalWrite",
-                  [](fault_file_system& fs) { fs.fail_writes("/journal/", std::errc::io_error); }),
+                  [](fault_file_system& fs) { fs.fail_writes(".journal", std::errc::io_error); }),
         log_fault("ShortJournalWrite",
                   [](fault_file_system& fs) {
-                      fs.fail_writes("/journal/", std::errc::io_error, 7);
+                      fs.fail_writes(".journal", std::errc::io_error, 7);
                   }),
         log_fault(
             "ShortJournalWriteProcessCrash",
-            [](fault_file_system& fs) { fs.fail_writes("/journal/", std::errc::io_error, 7); },
+            [](fault_file_system& fs) { fs.fail_writes(".journal", std::errc::io_error, 7); },
             restart_kind::process_crash),
         log_fault("Enospc",
                   [](fault_file_system& fs) { fs.set_space_limit(fs.used_bytes() + 100); }),
-        log_fault("EioOnJournalSync", [](fault_file_system& fs) { fs.fail_syncs("/journal/"); }),
+        log_fault("EioOnJournalSync", [](fault_file_system& fs) { fs.fail_syncs(".journal"); }),
         log_fault(
             "EioOnJournalSyncProcessCrash",
-            [](fault_file_system& fs) { fs.fail_syncs("/journal/"); },
+            [](fault_file_system& fs) { fs.fail_syncs(".journal"); },
             restart_kind::process_crash),
         log_fault("EioOnSegmentWrite",
                   [](fault_file_system& fs) { fs.fail_writes(".log", std::errc::io_error); }),
