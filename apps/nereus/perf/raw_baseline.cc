@@ -1,6 +1,7 @@
 #include "apps/nereus/perf/raw_baseline.h"
 
 #include "nereus/base/crc32c.h"
+#include "nereus/base/direct_io_buffer.h"
 #include "nereus/base/file_system.h"
 
 #include "apps/nereus/perf/histogram.h"
@@ -17,10 +18,6 @@ namespace nereus::app::perf {
 namespace {
 
 constexpr std::uint64_t kPreparedBytes = 64ULL << 20;
-
-struct aligned_free {
-    void operator()(std::byte* p) const noexcept { std::free(p); }
-};
 
 // direct_prepared: the file zero-filled to kPreparedBytes, synced, and opened for direct writes.
 result<std::unique_ptr<file>> prepare_direct(file_system& fs,
@@ -77,11 +74,8 @@ result<raw_baseline> measure_raw_baseline(const std::string& dir,
         (void)fs->remove(path);
         return error(std::make_error_code(std::errc::file_too_large));
     }
-    // aligned_alloc wants a size that is a multiple of the alignment (an appended group's
-    // length need not be).
-    const std::size_t cap = (len + kDirectIoAlign - 1) / kDirectIoAlign * kDirectIoAlign;
-    std::unique_ptr<std::byte[], aligned_free> mem(
-        static_cast<std::byte*>(std::aligned_alloc(kDirectIoAlign, cap)));
+    // Whole pages (an appended group's length need not be a multiple of one).
+    const direct_io_buffer mem = allocate_direct_io_buffer(len);
     if (mem == nullptr) {
         f->reset();
         (void)fs->remove(path);

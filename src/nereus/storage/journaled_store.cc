@@ -777,8 +777,7 @@ result<void> journaled_store::write_direct(std::span<const std::byte> block) {
         // Grows to the largest block seen (a group's bytes are bounded by max_group_bytes plus
         // one record): no allocation per commit once grown.
         const std::size_t cap = std::max<std::size_t>(len, 64 * kAlign);
-        std::unique_ptr<std::byte[], aligned_free> nb(
-            static_cast<std::byte*>(std::aligned_alloc(kAlign, cap)));
+        direct_io_buffer nb = allocate_direct_io_buffer(cap);
         if (nb == nullptr) {
             return error(std::errc::not_enough_memory);
         }

@@ -72,6 +72,7 @@
 // Ownership: owns its threads, the journal file, the spare file and the descriptor cache.
 // Thread-safety: thread-safe.
 
+#include "nereus/base/direct_io_buffer.h"
 #include "nereus/storage/byte_buffer.h"
 #include "nereus/storage/fd_cache.h"
 #include "nereus/storage/format.h"
@@ -409,10 +410,7 @@ private:
     // fdatasync. direct_buf_ (kDirectIoAlign-aligned, grown to the largest block + 1 page,
     // never shrunk) starts with the bytes of the last, partial page written so far.
     bool journal_direct_ = false;
-    struct aligned_free {
-        void operator()(std::byte* p) const noexcept { std::free(p); }
-    };
-    std::unique_ptr<std::byte[], aligned_free> direct_buf_;
+    direct_io_buffer direct_buf_;
     std::size_t direct_cap_ = 0;
     std::uint64_t journal_file_seq_ = 0;
     std::uint64_t journal_pos_ = 0;

@@ -1,5 +1,7 @@
 #include "nereus/base/fault_file_system.h"
 
+#include "nereus/base/direct_io_buffer.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -265,9 +267,9 @@ TEST(FaultFileSystemDirect, EmulatedDirectWritesAreAlignedAndDurable) {
     EXPECT_FALSE(fs.open_direct("/d/missing"));
     auto d = fs.open_direct("/d/f");
     ASSERT_TRUE(d);
-    auto* raw = static_cast<std::byte*>(std::aligned_alloc(kDirectIoAlign, kDirectIoAlign));
-    ASSERT_NE(raw, nullptr);
-    const std::unique_ptr<std::byte, decltype(&std::free)> buf(raw, &std::free);
+    const direct_io_buffer buf = allocate_direct_io_buffer(kDirectIoAlign);
+    ASSERT_NE(buf, nullptr);
+    std::byte* raw = buf.get();
     std::memset(raw, 0x5a, kDirectIoAlign);
     const auto syncs = fs.sync_count();
     ASSERT_TRUE((*d)->write_at(kDirectIoAlign, {raw, kDirectIoAlign}));

@@ -1,3 +1,4 @@
+#include "nereus/base/direct_io_buffer.h"
 #include "nereus/base/fault_file_system.h"
 #include "nereus/base/file_system.h"
 #include "nereus/base/forwarding_file_system.h"
@@ -5,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
@@ -108,6 +110,20 @@ TEST_F(PosixFileSystem, DropCachedIsAHintThatKeepsTheBytes) {
     EXPECT_TRUE(forwarded_test_double()->drop_cached(0, 10));
 }
 
+// allocate_direct_io_buffer: page-aligned, and whole pages usable (ASan reports a write past
+// an unrounded size).
+TEST(DirectIoBuffer, IsPageAlignedAndWholePages) {
+    for (const std::size_t n :
+         {std::size_t{0}, std::size_t{1}, kDirectIoAlign, kDirectIoAlign + 1}) {
+        SCOPED_TRACE(n);
+        const direct_io_buffer b = allocate_direct_io_buffer(n);
+        ASSERT_NE(b, nullptr);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.get()) % kDirectIoAlign, 0U);
+        const std::size_t pages = n == 0 ? 1 : (n + kDirectIoAlign - 1) / kDirectIoAlign;
+        b[pages * kDirectIoAlign - 1] = std::byte{1};
+    }
+}
+
 TEST_F(PosixFileSystem, DirectoriesAndRenames) {
     auto fs = posix_file_system();
     const auto sub = path_join(dir_, "a/b/c");
@@ -156,9 +172,9 @@ TEST_F(PosixFileSystem, DirectWritesMustBeAlignedAndReadBack) {
         GTEST_SKIP() << "no direct I/O on " << dir_;
     }
     ASSERT_TRUE(d) << d.error().message();
-    auto* raw = static_cast<std::byte*>(std::aligned_alloc(kDirectIoAlign, 2 * kDirectIoAlign));
-    ASSERT_NE(raw, nullptr);
-    const std::unique_ptr<std::byte, decltype(&std::free)> buf(raw, &std::free);
+    const direct_io_buffer buf = allocate_direct_io_buffer(2 * kDirectIoAlign);
+    ASSERT_NE(buf, nullptr);
+    std::byte* raw = buf.get();
     for (std::size_t i = 0; i < 2 * kDirectIoAlign; ++i) {
         raw[i] = static_cast<std::byte>(i % 251);
     }
